@@ -1,0 +1,1 @@
+"""Where the roles run: `local` (processes on this machine) or `docker` (containers)."""

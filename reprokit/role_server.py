@@ -1,0 +1,69 @@
+"""Serve one task of a TensorFlow cluster (ps or worker) until stopped.
+
+The article starts each server by hand in an interactive Python; this is the
+same call as a program. It needs only the standard library and TensorFlow,
+because it also runs inside the Docker image, where the kit is not installed:
+
+    python role_server.py --cluster '{"ps": ["h:2222"], "worker": [...]}' \
+        --job worker --task 0
+
+It prints one "serving" line once the server listens, then blocks; SIGTERM or
+SIGINT ends it cleanly with exit code 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from datetime import datetime
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cluster", required=True, help="ClusterSpec as JSON: {job: [host:port, ...]}")
+    parser.add_argument("--job", required=True, choices=["ps", "worker"])
+    parser.add_argument("--task", type=int, default=0)
+    parser.add_argument("--intra-op-threads", type=int, default=0, help="0: TensorFlow's default")
+    parser.add_argument("--inter-op-threads", type=int, default=0, help="0: TensorFlow's default")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    args = parse_args(argv)
+    cluster = json.loads(args.cluster)
+    if args.task >= len(cluster.get(args.job, [])):
+        print(f"no task {args.task} in job {args.job!r} of {cluster}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+
+    import tensorflow as tf  # after the signal handlers: the import takes seconds
+
+    config = tf.compat.v1.ConfigProto(
+        intra_op_parallelism_threads=args.intra_op_threads,
+        inter_op_parallelism_threads=args.inter_op_threads,
+    )
+    server = tf.distribute.Server(
+        tf.train.ClusterSpec(cluster), job_name=args.job, task_index=args.task, config=config, start=True
+    )
+    address = cluster[args.job][args.task]
+    print(f"{datetime.now()}: serving /job:{args.job}/task:{args.task} at {address} "
+          f"(target {server.target})", flush=True)
+    # server.join() cannot be interrupted; waiting on an event can.
+    while not stop.wait(0.5):
+        pass
+    print(f"{datetime.now()}: stopping /job:{args.job}/task:{args.task}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # A plain exit runs TensorFlow's server destructors, which can block.
+    os._exit(code)
