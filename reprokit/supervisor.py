@@ -56,6 +56,7 @@ class Outcome:
     exit_codes: dict[str, int | None] = field(default_factory=dict)
     pids: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # seconds since the supervisor started
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # per role, last sample before exit
 
 
 def log_path(run_dir: str | Path, role: str) -> Path:
@@ -81,7 +82,9 @@ class Supervisor:
         self.pumps: list[threading.Thread] = []
         self.stop = threading.Event()
         self.started = time.monotonic()
-        self.timings: dict[str, float] = {}
+        # The wall-clock start, so that timings can be set against the logs' timestamps.
+        self.timings: dict[str, float] = {"epoch_started": round(time.time(), 3)}
+        self.cpu: dict[str, float] = {}
 
     def mark(self, name: str) -> None:
         self.timings[name] = round(time.monotonic() - self.started, 3)
@@ -141,6 +144,7 @@ class Supervisor:
         """Wait for the main role; fail as soon as any other role dies."""
         main = self.procs[self.plan.main]
         while not self.stop.is_set():
+            self.cpu.update(self.cpu_seconds())  # sampled: a reaped process has no /proc entry
             code = main.poll()
             if code is not None:
                 self.mark("main_exited")
@@ -151,7 +155,20 @@ class Supervisor:
             time.sleep(0.2)
         raise ClusterError("interrupted: every role was stopped")
 
+    def cpu_seconds(self) -> dict[str, float]:
+        """CPU time (user + system) each live role has used so far, from /proc (Linux)."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        used = {}
+        for name, proc in self.procs.items():
+            try:
+                fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            used[name] = round((int(fields[11]) + int(fields[12])) / ticks, 2)
+        return used
+
     def teardown(self) -> dict[str, int | None]:
+        self.cpu.update(self.cpu_seconds())  # before the roles are stopped: /proc forgets them
         for proc in reversed(list(self.procs.values())):
             if proc.poll() is None:
                 proc.terminate()
@@ -191,7 +208,7 @@ class Supervisor:
         finally:
             self.mark("teardown_started")
             codes = self.teardown()
-        return Outcome(ok, message, codes, {n: p.pid for n, p in self.procs.items()}, self.timings)
+        return Outcome(ok, message, codes, {n: p.pid for n, p in self.procs.items()}, self.timings, self.cpu)
 
 
 def main(plan_path: str) -> int:
