@@ -1,0 +1,23 @@
+"""Pure builders for the benchmark: a trainer role turned into an instrumented probe role."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from .roles import RoleSpec
+
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
+
+
+def probe_role(role: RoleSpec, out: str, *, trace_step: int = -1, input_free: bool = False,
+               variables_on_ps: bool = False) -> RoleSpec:
+    """The same trainer, flags, CPUs and environment, run under reprokit.probe."""
+    python, trainer_path, *flags = role.argv
+    trainer = Path(trainer_path)
+    argv = [python, "-m", "reprokit.probe", "--sources", str(trainer.parent), "--trainer", trainer.stem,
+            "--out", out, "--trace-step", str(trace_step)]
+    argv += ["--input-free"] if input_free else []
+    argv += ["--variables-on-ps"] if variables_on_ps else []
+    env = {**role.env, "PYTHONPATH": PACKAGE_PARENT}
+    return replace(role, argv=[*argv, "--", *flags], env=env)
