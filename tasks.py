@@ -42,7 +42,7 @@ def verify(c):
 
 @task(help={"dry_run": "say what would be written, write nothing",
             "clean": "undo: remove the generated sources folder",
-            "force": "replace a generated folder that is stale or was edited by hand"})
+            "force": "replace a generated folder that was edited by hand or not made by the kit"})
 def apply_patches(c, dry_run=False, clean=False, force=False):
     """Apply the patches in patches/series strictly (no fuzz) into build/patched, atomically."""
     _guard(views.apply_patches, _out, _settings(c), dry_run=dry_run, clean=clean, force=force)

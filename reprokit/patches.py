@@ -17,6 +17,7 @@ from .errors import PatchError
 REQUIRED_FIELDS = ("Description", "Author", "Origin", "Forwarded", "Last-Update")
 _FIELD = re.compile(r"^([A-Za-z][A-Za-z0-9,-]*):\s?(.*)$")
 _FIX_PATCH = "fix the patch file (or restore it with `git checkout patches/`)"
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(?: .*)?$")
 
 
 @dataclass(frozen=True)
@@ -91,8 +92,12 @@ def parse_patch(path: Path) -> Patch:
             patch=path.name,
             line=line_no,
         )
+    if not raw.strip():
+        raise PatchError(f"{path}: is empty", "write the patch (DEP-3 header, then the unified diff) "
+                         "or remove it from patches/series", patch=path.name)
     text = raw.decode("utf-8")
     fields = _parse_header(text, path)
+    _check_structure(text, path)
     try:
         patch_set = unidiff.PatchSet(text)
     except unidiff.UnidiffParseError as exc:
@@ -114,6 +119,50 @@ def parse_patch(path: Path) -> Patch:
         added=diff.added,
         removed=diff.removed,
     )
+
+
+def _check_structure(text: str, path: Path) -> None:
+    """Every line after the header is a file line, a hunk header or a line its hunk's counts promise.
+
+    unidiff skips lines it cannot read, so a broken hunk header or a wrong count would
+    silently drop a hunk or some lines; a strict reviewer rejects the file instead.
+    """
+    lines = text.split("\n")[:-1] if text.endswith("\n") else text.split("\n")
+    first = next((i for i, l in enumerate(lines) if l.startswith("--- ")), len(lines))
+    hunk, header, old, new = 0, "", 0, 0  # old, new: the lines the current hunk still owes
+
+    def counts_error(what: str, number: int, expected: str, found: str) -> PatchError:
+        return PatchError(f"{path}: hunk {hunk} ({header}) {what}",
+                          "fix the counts in the hunk header (or restore it with `git checkout patches/`)",
+                          patch=path.name, hunk=hunk, line=number, expected=expected, found=found)
+
+    for number, line in enumerate(lines[first:], start=first + 1):
+        if old or new:
+            tag = line[:1]
+            if tag not in (" ", "", "-", "+", "\\"):
+                raise counts_error(f"ends at line {number}, short of its header's counts", number,
+                                   f"{old} more source and {new} more target lines", line)
+            old -= tag in (" ", "", "-")
+            new -= tag in (" ", "", "+")
+            if old < 0 or new < 0:
+                raise counts_error(f"has more lines than its header counts, from line {number}", number,
+                                   "no more lines in this hunk", line)
+        elif line.startswith(("--- ", "+++ ")) or not line or (hunk and line.startswith("\\")):
+            continue
+        elif m := _HUNK_HEADER.match(line):
+            hunk, header = hunk + 1, line[: line.index(" @@") + 3]
+            old = int(m.group(2) if m.group(2) is not None else 1)
+            new = int(m.group(4) if m.group(4) is not None else 1)
+        elif hunk and line[:1] in (" ", "-", "+"):
+            raise counts_error(f"has more lines than its header counts, from line {number}", number,
+                               "the next hunk header or the end of the file", line)
+        else:
+            raise PatchError(f"{path}: line {number}: hunk {hunk + 1} has a broken header", _FIX_PATCH,
+                             patch=path.name, hunk=hunk + 1, line=number,
+                             expected="@@ -START,COUNT +START,COUNT @@", found=line)
+    if old or new:
+        raise counts_error("ends at the end of the file, short of its header's counts", len(lines),
+                           f"{old} more source and {new} more target lines", "<end of file>")
 
 
 def _strip_prefix(name: str) -> str:
@@ -161,16 +210,22 @@ def applied_to(patch: Patch, lines: list[str]) -> bool:
     return True
 
 
-def apply(patch: Patch, source: list[str]) -> list[str]:
-    """The patched lines; raises the first mismatch (all of them via `mismatches`)."""
+def problems(patch: Patch, source: list[str]) -> list[PatchError]:
+    """Why `patch` does not apply strictly to `source`: 'already applied', or every mismatch."""
     errors = mismatches(patch, source)
+    if errors and applied_to(patch, source):
+        return [PatchError(
+            f"{patch.name} is already applied to {patch.source_name}",
+            "upstream/ must stay the original: restore it with `git checkout upstream/`",
+            patch=patch.name,
+        )]
+    return errors
+
+
+def apply(patch: Patch, source: list[str]) -> list[str]:
+    """The patched lines; raises 'already applied' or the first mismatch (all via `problems`)."""
+    errors = problems(patch, source)
     if errors:
-        if applied_to(patch, source):
-            raise PatchError(
-                f"{patch.name} is already applied to {patch.source_name}",
-                "upstream/ must stay the original: restore it with `git checkout upstream/`",
-                patch=patch.name,
-            )
         raise errors[0]
     result: list[str] = []
     cursor = 0  # lines of `source` consumed so far

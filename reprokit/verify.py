@@ -34,8 +34,12 @@ def _upstream_checks(settings: Settings) -> list[Check]:
 
 
 def _patch_checks(settings: Settings) -> list[Check]:
+    try:
+        series = patchlib.read_series(settings.patches_dir)
+    except KitError as exc:
+        return [Check("patches/series", False, str(exc))]
     checks = []
-    for path in patchlib.read_series(settings.patches_dir):
+    for path in series:
         try:
             patch = patchlib.parse_patch(path)
         except KitError as exc:
@@ -46,7 +50,7 @@ def _patch_checks(settings: Settings) -> list[Check]:
             f"{patch.source_name} -> {patch.target_name}: {len(patch.hunks)} hunks, "
             f"+{patch.added} -{patch.removed}; {patch.summary}"))
         source = settings.upstream_dir / patch.source_name
-        errors = patchlib.mismatches(patch, read_lines(source)) if source.is_file() else [
+        errors = patchlib.problems(patch, read_lines(source)) if source.is_file() else [
             KitError(f"{patch.source_name} is missing from upstream/")]
         checks.append(Check(
             f"strict {patch.name}", not errors,

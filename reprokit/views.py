@@ -47,8 +47,11 @@ def verify(out: Out, s: Settings) -> bool:
 
 def apply_patches(out: Out, s: Settings, *, dry_run: bool, clean: bool, force: bool) -> None:
     if clean:
-        removed = workspace.clean(s.sources_dir)
-        out(f"removed {s.sources_dir}" if removed else f"{s.sources_dir} does not exist: nothing to undo")
+        removed = workspace.clean(s.sources_dir, dry_run=dry_run)
+        if not removed:
+            out(f"{s.sources_dir} does not exist: nothing to undo")
+        else:
+            out(f"dry run: would remove {s.sources_dir}" if dry_run else f"removed {s.sources_dir}")
         return
     result = workspace.apply_all(s.upstream_dir, s.patches_dir, s.sources_dir, dry_run=dry_run, force=force)
     if result.already_applied:

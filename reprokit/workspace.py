@@ -95,6 +95,16 @@ def apply_all(
             f"{out_dir} exists but was not made by the kit",
             "move it away, or pass --force to replace it",
         )
+    edited = _edited_by_hand(out_dir) if out_dir.exists() and not force else []
+    if edited:
+        raise KitError(
+            f"{out_dir} was edited by hand since the kit wrote it: {', '.join(edited)}",
+            "copy your changes elsewhere, or pass --force to replace them",
+        )
+    blocker = next((p for p in out_dir.parents if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise KitError(f"{blocker} is a file, so {out_dir} cannot be made",
+                       "move the file away, or set reprokit.sources_dir elsewhere in invoke.yaml")
     if dry_run:
         return ApplyResult(out_dir, names, already_applied=False, dry_run=True)
     out_dir.parent.mkdir(parents=True, exist_ok=True)
@@ -102,9 +112,13 @@ def apply_all(
     try:
         for name, text in files.items():
             (staging / name).write_text(text, encoding="utf-8")
-        (staging / MARKER).write_text(json.dumps({"fingerprint": _fingerprint(files), "files": names}))
-        if out_dir.exists():
+        sums = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in files.items()}
+        (staging / MARKER).write_text(json.dumps({"fingerprint": _fingerprint(files), "files": names,
+                                                  "sha256": sums}))
+        if out_dir.is_dir():
             shutil.rmtree(out_dir)
+        elif out_dir.exists():
+            out_dir.unlink()
         staging.rename(out_dir)
     finally:
         if staging.exists():
@@ -123,11 +137,22 @@ def _is_current(out_dir: Path, files: dict[str, str]) -> bool:
     )
 
 
-def clean(out_dir: Path) -> bool:
-    """Undo: remove the generated folder (only one the kit made). True if removed."""
+def _edited_by_hand(out_dir: Path) -> list[str]:
+    """The files the kit wrote into `out_dir` whose content changed since (a deleted one is no loss)."""
+    marker = out_dir / MARKER
+    if not marker.is_file():
+        return []
+    recorded = json.loads(marker.read_text()).get("sha256", {})
+    return sorted(n for n, digest in recorded.items()
+                  if (out_dir / n).is_file() and hashlib.sha256((out_dir / n).read_bytes()).hexdigest() != digest)
+
+
+def clean(out_dir: Path, *, dry_run: bool = False) -> bool:
+    """Undo: remove the generated folder (only one the kit made). True if removed (dry run: would be)."""
     if not out_dir.exists():
         return False
     if not (out_dir / MARKER).is_file():
         raise KitError(f"{out_dir} was not made by the kit; not removing it", "remove it by hand if you mean to")
-    shutil.rmtree(out_dir)
+    if not dry_run:
+        shutil.rmtree(out_dir)
     return True
