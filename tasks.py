@@ -8,7 +8,8 @@ from pathlib import Path
 
 from invoke import Collection, Exit, task
 
-from reprokit import views
+from reprokit import image as imagelib, offline, views
+from reprokit.backends import docker as docker_backend
 from reprokit.errors import KitError
 from reprokit.settings import Settings, from_mapping
 
@@ -48,10 +49,11 @@ def apply_patches(c, dry_run=False, clean=False, force=False):
     _guard(views.apply_patches, _out, _settings(c), dry_run=dry_run, clean=clean, force=force)
 
 
-@task(help={"normal": "print the article-style normal diff instead of the annotated hunks"})
-def explain_patches(c, normal=False):
+@task(help={"normal": "print the article-style normal diff instead of the annotated hunks",
+            "placement": "also build the cluster graph and show where its variables live (needs TensorFlow)"})
+def explain_patches(c, normal=False, placement=False):
     """The teaching view: every patch hunk by hunk, each change with its why."""
-    _guard(views.explain_patches, _out, _settings(c), normal=normal)
+    _guard(views.explain_patches, _out, _settings(c), normal=normal, placement=placement)
 
 
 @task(help={"source": "auto | url | synthetic | PATH to cifar-10-binary.tar.gz or an extracted folder",
@@ -130,6 +132,53 @@ def report(c, run="latest"):
     _guard(views.report, _out, _settings(c), run)
 
 
+@task(help={"repetitions": "standalone + cluster pairs to run (alternating order)",
+            "steps": "steps per run", "tuning": "kit settings profile (see reprokit/tuning.py)",
+            "source": "data source, as for `invoke data`"})
+def bench(c, repetitions=3, steps=81, tuning="default", source=None):
+    """Benchmark: standalone vs cluster side by side, medians and ratios, breakdown, plot."""
+    s = _settings(c)
+    _guard(views.bench, _out, s, repetitions=int(repetitions), steps=int(steps), tuning=tuning,
+           source=source or s.data_source)
+
+
+@task(help={"workers": "comma-separated worker counts", "steps": "steps per run",
+            "tuning": "kit settings profile", "source": "data source"})
+def sweep(c, workers="1,2,4", steps=61, tuning="default", source=None):
+    """Scaling sweep: the cluster with N workers for each N, against the ideal line."""
+    s = _settings(c)
+    _guard(views.sweep, _out, s, workers=workers, steps=int(steps), tuning=tuning,
+           source=source or s.data_source)
+
+
+@task(help={"force": "debootstrap again even if the tag exists"})
+def build_base_image(c, force=False):
+    """Offline image, step 1: a debootstrap'ed Debian bookworm as reprokit/debian-base:bookworm.
+
+    Runs as root and needs deb.debian.org (apt's mirror), not Docker Hub."""
+    base = _guard(offline.build_base_image, echo=_out, force=force)
+    _out(f"{base.tag}: {'built' if base.built else 'already here'} ({base.id[:19]}, {base.size >> 20} MiB)")
+
+
+@task(help={"force": "download again even if wheels/manifest.json says every wheel is there"})
+def download_wheels(c, force=False):
+    """Offline image, step 2: TensorFlow 2.21 and its dependencies as wheels in wheels/, from PyPI."""
+    wheels = _guard(offline.download_wheels, echo=_out, force=force)
+    _out(f"{wheels.dest}: {len(wheels.files)} wheels, {wheels.size >> 20} MiB, "
+         + ("downloaded" if wheels.downloaded else "already there (manifest checked)"))
+
+
+@task(help={"base": f"{imagelib.REGISTRY_BASE} (pulled if absent) or {imagelib.OFFLINE_BASE}; "
+                    "default: the registry base if it is here, else the offline one if that is",
+            "force": "rebuild without the build cache even if the tag exists"})
+def build_image(c, base=None, force=False):
+    """The Docker backend's image: docker/Dockerfile on the base, tagged by a hash of its inputs."""
+    info = _guard(lambda: imagelib.build_image(base or docker_backend.choose_base(), force, _out))
+    _out(f"{info.tag}: {'built' if info.built else 'already built from these inputs'} "
+         f"({info.id[:19]}, base {info.base}, tensorflow {info.tf_version})")
+
+
 ns = Collection(verify, apply_patches, explain_patches, data, standalone, ps, worker, client, reproduce,
-                compare_logs, report)
+                compare_logs, report, bench, sweep,
+                build_base_image, download_wheels, build_image)
 ns.configure({"run": {"echo": True, "pty": sys.stdout.isatty()}})

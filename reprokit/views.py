@@ -62,7 +62,7 @@ def apply_patches(out: Out, s: Settings, *, dry_run: bool, clean: bool, force: b
         out(f"applied: wrote {s.sources_dir}/ with {', '.join(result.files)}")
 
 
-def explain_patches(out: Out, s: Settings, *, normal: bool) -> None:
+def explain_patches(out: Out, s: Settings, *, normal: bool, placement: bool = False) -> None:
     files = workspace.expected_files(s.upstream_dir, s.patches_dir)
     for path in patchlib.read_series(s.patches_dir):
         patch = patchlib.parse_patch(path)
@@ -74,6 +74,12 @@ def explain_patches(out: Out, s: Settings, *, normal: bool) -> None:
         else:
             out(teaching.explain(patch, before, after))
         out("")
+    if placement:
+        from .placement import lesson_lines, variable_devices
+
+        devices = variable_devices(workspace.apply_all(s.upstream_dir, s.patches_dir, s.sources_dir).out_dir.resolve())
+        for line in lesson_lines(devices):
+            out(line)
 
 
 def _download_progress(out: Out) -> Callable[[int, int], None]:
@@ -188,3 +194,37 @@ def client(out: Out, s: Settings, cluster_file: str | None, ps: str | None, work
     outcome = backend.run(run_dir, [role], "client", _progress(out))
     out("client finished" if outcome.ok else f"client failed: {outcome.message}")
     return outcome.ok
+
+
+def bench(out: Out, s: Settings, *, repetitions: int, steps: int, tuning: str, source: str) -> dict:
+    from .bench import run_bench
+    from .bench_report import bench_lines, plot_bench
+    from .tuning import profile
+
+    chosen = profile(tuning)
+    out(f"bench: {repetitions} repetitions of standalone (1 CPU) and cluster (spread), {steps} steps each; "
+        f"tuning '{chosen.name}': {chosen.why}")
+    results = run_bench(s, LocalBackend("auto", probe_timeout_s=s.probe_timeout_s), chosen,
+                        repetitions=repetitions, steps=steps, echo=out, data_source=source)
+    for line in bench_lines(results):
+        out(line)
+    folder = Path(results["folder"])
+    out(f"wrote {folder / 'bench.json'} and {plot_bench(results, folder / 'bench.png')}")
+    return results
+
+
+def sweep(out: Out, s: Settings, *, workers: str, steps: int, tuning: str, source: str) -> dict:
+    from .bench import run_sweep
+    from .bench_report import plot_sweep, sweep_lines
+    from .tuning import profile
+
+    counts = [int(w) for w in workers.split(",") if w.strip()]
+    if not counts or min(counts) < 1:
+        raise KitError(f"--workers {workers!r}: give worker counts like 1,2,4")
+    results = run_sweep(s, LocalBackend("auto", probe_timeout_s=s.probe_timeout_s), profile(tuning),
+                        worker_counts=counts, steps=steps, echo=out, data_source=source)
+    for line in sweep_lines(results):
+        out(line)
+    folder = Path(results["folder"])
+    out(f"wrote {folder / 'sweep.json'} and {plot_sweep(results, folder / 'sweep.png')}")
+    return results
