@@ -1,0 +1,339 @@
+"""The Docker backend: each role a container on a bridge network of its own, always removed.
+
+The first tests check the pure builders (no engine). The ones marked `docker` use the real
+engine and the kit's image: quick ones with stand-in roles (a server that dies, one that never
+listens, a SIGTERM), then a short real reproduction, and a worker killed in the middle of one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import docker
+import pytest
+import yaml
+from docker_support import docker_client, no_leftover_containers, offline_base, offline_image, wheels  # noqa: F401
+
+from reprokit import image as imagelib
+from reprokit.backends.docker import EXPOSED, DockerBackend, default_image
+from reprokit.containers import (OWNER_LABEL, Placement, container_kwargs, docker_cluster, docker_run_argv,
+                                 local_time, log_lines, network_name, probe_argv, same_path_mounts)
+from reprokit.engine import RUN_LABEL
+from reprokit.errors import DockerError
+from reprokit.experiment import Options, reproduce
+from reprokit.image import ImageInfo
+from reprokit.roles import RoleSpec, TrainingArgs, cluster_roles
+from reprokit.settings import Settings, from_mapping
+
+REPO = Path(__file__).resolve().parents[1]
+STEPS, RECORDS = 21, 200  # steps 0..20: three step lines, about a minute per mode on 2 cores
+PLACE = Placement("reprokit/tf-cluster:tf2.21.0-0123456789ab", "reprokit-run1-abc123", "abc123", "run1",
+                  "host:42", same_path_mounts([Path("/src"), Path("/data")], [Path("/runs/run1")]), "1000:1000")
+
+
+def _ps() -> RoleSpec:
+    return cluster_roles(docker_cluster(2), TrainingArgs(STEPS, "/data", "/runs/run1/train"),
+                         {"ps": "0", "worker0": "0", "worker1": "1", "client": "0,1"},
+                         python="python3", sources="/src", role_server="/opt/reprokit/role_server.py")[0]
+
+
+# --- pure builders ---------------------------------------------------------------------------
+
+def test_the_cluster_is_the_articles_hosts_each_on_its_own_port_2222():
+    """The ClusterSpec names containers, not IPs: every server listens on its own 2222."""
+    assert {"ps": ["tf_paramserver:2222"], "worker": ["tf_worker_1:2222", "tf_worker_2:2222"]} == \
+        docker_cluster(2).spec
+
+
+def test_a_container_has_the_articles_hostname_a_unique_name_and_the_roles_cpuset():
+    """-h tf_paramserver and --cpuset-cpus as in the article; the name adds the run's token."""
+    kwargs = container_kwargs(_ps(), PLACE)
+    assert ("tf_paramserver-abc123", "tf_paramserver", "0") == \
+        (kwargs["name"], kwargs["hostname"], kwargs["cpuset_cpus"])
+    assert {PLACE.network: {"Aliases": ["tf_paramserver"]}} == kwargs["networking_config"]
+    assert PLACE.network == kwargs["network"]
+
+
+def test_a_container_publishes_no_port_and_is_removed_by_the_kit_not_by_docker():
+    """No `ports`: the servers are reachable on the run's bridge only; logs outlive the exit."""
+    kwargs = container_kwargs(_ps(), PLACE)
+    assert "ports" not in kwargs and "publish_all_ports" not in kwargs
+    assert (False, True) == (kwargs["auto_remove"], kwargs["init"])
+
+
+def test_folders_are_mounted_at_the_same_path_inputs_read_only():
+    """The role's argv names host paths, so each folder appears at that very path inside."""
+    assert {"/data": {"bind": "/data", "mode": "ro"}, "/runs/run1": {"bind": "/runs/run1", "mode": "rw"},
+            "/src": {"bind": "/src", "mode": "ro"}} == container_kwargs(_ps(), PLACE)["volumes"]
+
+
+def test_a_folder_given_as_input_and_output_is_mounted_once_read_write():
+    assert {"/x": {"bind": "/x", "mode": "rw"}} == same_path_mounts([Path("/x")], [Path("/x")])
+
+
+def test_labels_name_the_run_the_owner_and_the_role():
+    """`reprokit.run` finds a run's leftovers; the owner tells a killed run from a live one."""
+    assert {RUN_LABEL: "run1", OWNER_LABEL: "host:42", "reprokit.role": "ps"} == \
+        container_kwargs(_ps(), PLACE)["labels"]
+
+
+def test_the_role_argv_and_environment_are_passed_unchanged():
+    role = _ps()
+    kwargs = container_kwargs(role, PLACE)
+    assert (role.argv, role.env) == (kwargs["command"], kwargs["environment"])
+
+
+def test_a_role_without_cpus_gets_no_cpuset():
+    role = RoleSpec("client", ["python3", "x.py"], "")
+    assert "cpuset_cpus" not in container_kwargs(role, PLACE)
+
+
+def test_the_docker_run_line_reads_like_the_articles_command():
+    """What each role's log starts with: the command a person would type."""
+    line = " ".join(docker_run_argv(container_kwargs(_ps(), PLACE)))
+    assert "--cpuset-cpus 0 " in line and "-h tf_paramserver " in line
+    assert "-v /src:/src:ro " in line and "-v /runs/run1:/runs/run1 " in line
+    assert line.endswith("-d reprokit/tf-cluster:tf2.21.0-0123456789ab " + " ".join(_ps().argv))
+    assert " -p " not in line
+
+
+def test_network_names_are_made_safe_for_docker():
+    assert "reprokit-my-run-1-abc123" == network_name("my run/1", "abc123")
+
+
+def test_the_probe_connects_to_the_roles_own_address():
+    argv = probe_argv("python3", "tf_worker_1:2222")
+    assert (["python3", "-c"], ["tf_worker_1", "2222"]) == (argv[:2], argv[3:])
+
+
+def test_the_engines_utc_nanosecond_time_becomes_local_microseconds():
+    """Same shape as the local backend's prefix: 2026-12-02T10:15:00.123456, in local time."""
+    stamp = local_time("2026-12-02T10:15:00.123456789Z")
+    assert 26 == len(stamp) and stamp.endswith(":00.123456")
+    assert local_time("2026-12-02T10:15:00Z").endswith(":00.000000")
+
+
+def test_a_log_frame_becomes_prefixed_lines():
+    lines = log_lines(b"2026-12-02T10:15:00.5Z step 0, loss = 4.68\n", "now")
+    assert [f"{local_time('2026-12-02T10:15:00.5Z')} | step 0, loss = 4.68\n"] == lines
+
+
+def test_a_log_frame_without_a_time_keeps_its_text():
+    assert ["now | no time here\n"] == log_lines(b"no time here\n", "now")
+
+
+# --- with the engine ---------------------------------------------------------------------------
+
+def _config(tmp: Path) -> dict:
+    config = dict(yaml.safe_load((REPO / "invoke.yaml").read_text())["reprokit"])
+    return {**config, "runs_dir": str(tmp / "runs"), "data_dir": str(tmp / "data"),
+            "sources_dir": str(tmp / "patched"), "synthetic_records": RECORDS, "backend": "docker"}
+
+
+@pytest.fixture()
+def settings(tmp_path: Path) -> Settings:
+    return from_mapping(_config(tmp_path), root=REPO)
+
+
+@pytest.fixture(scope="session")
+def kit_image(request: pytest.FixtureRequest, docker_client: docker.DockerClient) -> ImageInfo:
+    """The image the backend picks by default, built first if missing (minutes, once)."""
+    if os.environ.get("REPROKIT_IMAGE"):
+        return imagelib.require_image(os.environ["REPROKIT_IMAGE"], docker_client)
+    if imagelib.find_image(imagelib.REGISTRY_BASE, docker_client) is not None:
+        return imagelib.build_image(imagelib.REGISTRY_BASE, client=docker_client)
+    info: ImageInfo = request.getfixturevalue("offline_image")
+    return info
+
+
+@pytest.fixture()
+def backend(settings: Settings, kit_image: ImageInfo, docker_client: docker.DockerClient) -> Iterator[DockerBackend]:
+    made = DockerBackend(settings, kit_image.tag, client=docker_client)
+    yield made
+    assert [] == made.teardown()
+
+
+def labelled(client: docker.DockerClient, run_id: str) -> list[str]:
+    """What `docker ps -a` and `docker network ls` show with reprokit.run=<run_id>."""
+    filters = {"label": f"{RUN_LABEL}={run_id}"}
+    return [f"container {c.name}" for c in client.containers.list(all=True, filters=filters)] + \
+        [f"network {n.name}" for n in client.networks.list(filters=filters)]
+
+
+def _run_dir(settings: Settings) -> Path:
+    path = settings.runs_dir / f"dk-{uuid.uuid4().hex[:8]}"
+    path.mkdir(parents=True)
+    return path.resolve()
+
+
+def _server(name: str, code: str, address: str = "tf_paramserver:2222") -> RoleSpec:
+    return RoleSpec(name, ["python3", "-u", "-c", code], "0", {}, address)
+
+
+@pytest.mark.docker
+def test_the_default_image_is_the_one_build_image_makes(kit_image: ImageInfo, docker_client):
+    """With no REPROKIT_IMAGE, the backend picks the tag of the base that is here."""
+    if os.environ.get("REPROKIT_IMAGE"):
+        pytest.skip("REPROKIT_IMAGE names the image")
+    assert kit_image.tag == default_image(docker_client)
+
+
+@pytest.mark.docker
+def test_a_missing_image_says_to_build_it(settings: Settings, docker_client):
+    with pytest.raises(DockerError) as caught:
+        DockerBackend(settings, "reprokit/tf-cluster:tf2.21.0-000000000000", client=docker_client)
+    assert "invoke build-image" in str(caught.value)
+
+
+@pytest.mark.docker
+def test_facts_name_the_image_and_say_nothing_is_exposed(backend: DockerBackend, kit_image: ImageInfo):
+    facts = backend.facts()
+    assert ("docker", kit_image.tag, kit_image.id, EXPOSED) == \
+        (facts["backend"], facts["image"], facts["image_id"], facts["exposed"])
+
+
+@pytest.mark.docker
+def test_a_server_that_dies_early_fails_the_run_with_its_log(backend: DockerBackend, settings, docker_client,
+                                                             no_leftover_containers):
+    """The message names the role and its container and quotes its last lines; nothing is left."""
+    run_dir = _run_dir(settings)
+    dying = _server("ps", "import sys; print('cannot bind: address in use'); sys.exit(3)")
+    main = RoleSpec("client", ["sleep", "30"], "0")
+    outcome = backend.run(run_dir, [dying, main], "client", None)
+    assert not outcome.ok
+    assert "the ps role (container tf_paramserver-" in outcome.message
+    assert "exited with code 3 before tf_paramserver:2222 became reachable" in outcome.message
+    assert "cannot bind: address in use" in outcome.message
+    assert "cannot bind" in (run_dir / "ps.log").read_text()
+    assert [] == labelled(docker_client, run_dir.name)
+
+
+@pytest.mark.docker
+def test_a_server_that_never_listens_times_out_naming_role_address_and_log(settings, kit_image, docker_client,
+                                                                           no_leftover_containers):
+    backend = DockerBackend(settings, kit_image.tag, client=docker_client, probe_timeout_s=2)
+    run_dir = _run_dir(settings)
+    silent = _server("worker0", "import time; time.sleep(60)", "tf_worker_1:2222")
+    outcome = backend.run(run_dir, [silent, RoleSpec("client", ["true"], "")], "client", None)
+    assert not outcome.ok
+    assert "the worker0 role (tf_worker_1:2222) is not reachable after 2 s" in outcome.message
+    assert str(run_dir / "worker0.log") in outcome.message
+    assert [] == labelled(docker_client, run_dir.name) == backend.teardown()
+
+
+@pytest.mark.docker
+def test_sigterm_stops_and_removes_every_container(backend: DockerBackend, settings, docker_client,
+                                                   no_leftover_containers):
+    """A `kill` of the kit mid-run becomes KeyboardInterrupt, after the teardown."""
+    run_dir = _run_dir(settings)
+    server = _server("ps", "import socket, time; s = socket.create_server(('', 2222)); time.sleep(60)")
+    main = RoleSpec("client", ["sleep", "60"], "")
+
+    def term_once_the_client_runs() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if any(n.startswith("container tf_client-") for n in labelled(docker_client, run_dir.name)):
+                break
+            time.sleep(0.2)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    killer = threading.Thread(target=term_once_the_client_runs, daemon=True)
+    killer.start()
+    with pytest.raises(KeyboardInterrupt):
+        backend.run(run_dir, [server, main], "client", None)
+    killer.join(timeout=5)
+    assert [] == labelled(docker_client, run_dir.name)
+
+
+@pytest.mark.docker
+def test_a_leftover_of_a_killed_run_is_removed_by_the_next_backend(settings, kit_image, docker_client):
+    """A network whose owner process is dead (a run killed with -9) goes when a backend starts."""
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    name = f"reprokit-leftover-{uuid.uuid4().hex[:6]}"
+    owner = f"{socket.gethostname()}:{dead.pid}"
+    docker_client.networks.create(name, labels={RUN_LABEL: "leftover", OWNER_LABEL: owner})
+    backend = DockerBackend(settings, kit_image.tag, client=docker_client)
+    assert f"network {name}" in backend.facts()["leftovers_removed"]
+    assert [] == docker_client.networks.list(names=[name])
+
+
+# --- real runs ---------------------------------------------------------------------------------
+
+def _tf_retry_flake(run_dir: Path) -> bool:
+    """TensorFlow's own flake under CPU contention, seen with both backends: the ps retries a
+    RunGraph, the worker refuses the duplicate, a queue-runner thread dies with a traceback."""
+    client_log = run_dir / "client.log"
+    return client_log.exists() and "request was received twice" in client_log.read_text(errors="replace")
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_short_reproduction_in_containers_passes_and_leaves_nothing(backend: DockerBackend, settings,
+                                                                      docker_client, kit_image,
+                                                                      no_leftover_containers):
+    """Standalone, then 1 ps + 2 workers + client, each in its own container: PASS by the rules."""
+    for attempt in range(2):
+        run_id = f"dk-{uuid.uuid4().hex[:8]}"
+        steps: list[tuple[str, int]] = []
+        result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id), backend,
+                           lambda line: None, lambda role, step, rate: steps.append((role, step)))
+        if result.passed or not _tf_retry_flake(result.run_dir) or attempt:
+            break
+    assert result.passed, result.error or "\n".join(result.judgement.summary.lines if result.judgement else [])
+    assert [("standalone", 0), ("standalone", 10), ("standalone", 20), ("client", 0), ("client", 10),
+            ("client", 20)] == steps
+    facts = result.results["backend"]
+    assert ("docker", kit_image.tag, kit_image.id) == (facts["backend"], facts["image"], facts["image_id"])
+    assert 2 == facts["network"].count(f"reprokit-{run_id}-")
+    codes = result.results["modes"]["cluster"]["outcome"]["exit_codes"]
+    assert {"ps": 0, "worker0": 0, "worker1": 0, "client": 0} == codes
+    assert " -h tf_paramserver " in (result.run_dir / "ps.log").read_text().split("\n")[0]
+    assert [] == labelled(docker_client, run_id)
+
+
+def _kill_once_training(client: docker.DockerClient, run_dir: Path, role: str, killed: list[str]) -> None:
+    """Kill `role`'s container once the client fills its queues or logs step 0."""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        log = run_dir / "client.log"
+        text = log.read_text(errors="replace") if log.exists() else ""
+        if "Filling queue" in text or "step 0," in text:
+            filters = {"label": [f"{RUN_LABEL}={run_dir.name}", f"reprokit.role={role}"]}
+            for container in client.containers.list(filters=filters):
+                container.kill()
+                killed.append(container.name or "")
+            return
+        time.sleep(0.2)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_worker_killed_mid_run_fails_the_run_naming_it(backend: DockerBackend, settings, docker_client,
+                                                         no_leftover_containers):
+    """docker kill of tf_worker_2 while the client trains: FAIL naming worker1; nothing is left."""
+    run_id = f"dk-{uuid.uuid4().hex[:8]}"
+    run_dir = settings.runs_dir.resolve() / run_id
+    killed: list[str] = []
+    killer = threading.Thread(target=_kill_once_training, args=(docker_client, run_dir, "worker1", killed),
+                              daemon=True)
+    killer.start()
+    result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id,
+                                         modes=("cluster",)), backend, lambda line: None)
+    killer.join(timeout=10)
+    assert 1 == len(killed) and killed[0].startswith("tf_worker_2-")
+    assert not result.passed
+    assert f"the worker1 role (container {killed[0]}) exited with code 137 (killed by SIGKILL) while the " \
+        "client was running" in result.error
+    assert str(run_dir / "worker1.log") in result.error
+    assert "failed" == next(s.status for s in result.stages if s.name == "cluster")
+    assert [] == labelled(docker_client, run_id)
