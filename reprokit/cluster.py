@@ -147,6 +147,9 @@ def require_free_ports(addresses: dict[str, str]) -> None:
     for role, address in addresses.items():
         port = int(address.rsplit(":", 1)[1])
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            # As TF's gRPC servers bind: connections of a run that just ended linger in
+            # TIME_WAIT for a minute and do not stop a server; only a listener does.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("0.0.0.0", port))  # TF's servers bind every interface
             except OSError:

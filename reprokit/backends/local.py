@@ -90,7 +90,7 @@ def run_plan(plan: Plan, *, isolation: Isolation, progress: Progress | None = No
                 follower.poll()
                 time.sleep(0.5)
             follower.poll()
-        except KeyboardInterrupt:
+        except BaseException:  # Ctrl-C, SIGTERM, or following the log failed: stop, never leave it
             _stop(proc)
             raise
         finally:

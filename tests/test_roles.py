@@ -1,0 +1,146 @@
+"""The pure builders of each role's command line and environment (no mocks: they run nothing)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reprokit.cluster import Cluster, local_cluster, make_layout, parse_cpu_overrides
+from reprokit.errors import KitError
+from reprokit.roles import (RoleSpec, TrainingArgs, client_role, cluster_roles, hostname, server_role,
+                            standalone_role)
+
+PY, SERVER, SOURCES = "/usr/bin/python3", "/kit/role_server.py", "/build/patched"
+CLUSTER = Cluster("172.17.0.2:2222", ("172.17.0.3:2222", "172.17.0.4:2222"))
+TRAINING = TrainingArgs(1000, "/data", "/runs/r1/train_cluster")
+SPEC_JSON = '{"ps": ["172.17.0.2:2222"], "worker": ["172.17.0.3:2222", "172.17.0.4:2222"]}'
+
+
+@pytest.mark.parametrize("role, name", [
+    ("ps", "tf_paramserver"), ("worker0", "tf_worker_1"), ("worker1", "tf_worker_2"),
+    ("worker9", "tf_worker_10"), ("client", "tf_client"), ("standalone", "tf_standalone"),
+])
+def test_hostnames_are_the_articles_container_names(role: str, name: str):
+    """worker0 is tf_worker_1: the article counts its containers from 1."""
+    assert name == hostname(role)
+    assert name == RoleSpec(role, [], "").hostname
+
+
+def test_training_flags_are_the_trainers_own():
+    """max_steps, data_dir and train_dir, then any extra flags in order."""
+    training = TrainingArgs(21, "/d", "/t", ("--log_device_placement=false",))
+    assert ["--max_steps=21", "--data_dir=/d", "--train_dir=/t", "--log_device_placement=false"] == training.flags()
+
+
+def test_a_ps_role_serves_task_0_of_the_ps_job():
+    """The ps runs role_server.py with the whole ClusterSpec as JSON and listens at the ps address."""
+    role = server_role(CLUSTER, "ps", 0, python=PY, role_server=SERVER, cpus="0")
+    assert "ps" == role.name
+    assert [PY, SERVER, "--cluster", SPEC_JSON, "--job", "ps", "--task", "0"] == role.argv
+    assert "172.17.0.2:2222" == role.address
+    assert role.is_server
+    assert "0" == role.cpus
+    assert {"PYTHONUNBUFFERED": "1"} == role.env
+
+
+def test_a_worker_role_serves_its_own_task_at_its_own_address():
+    """worker1 is task 1 of the worker job, at the second worker address."""
+    role = server_role(CLUSTER, "worker", 1, python=PY, role_server=SERVER, cpus="1")
+    assert "worker1" == role.name
+    assert ["--job", "worker", "--task", "1"] == role.argv[4:]
+    assert json.loads(role.argv[3]) == CLUSTER.spec
+    assert "172.17.0.4:2222" == role.address
+    assert "tf_worker_2" == role.hostname
+
+
+def test_thread_counts_are_passed_only_when_set():
+    """(0, 0) is TensorFlow's default and adds no flags; anything else adds both."""
+    plain = server_role(CLUSTER, "ps", 0, python=PY, role_server=SERVER, cpus="0")
+    tuned = server_role(CLUSTER, "ps", 0, python=PY, role_server=SERVER, cpus="0", threads=(2, 1))
+    assert "--intra-op-threads" not in plain.argv
+    assert plain.argv + ["--intra-op-threads", "2", "--inter-op-threads", "1"] == tuned.argv
+
+
+def test_the_client_runs_the_cluster_trainer_with_the_number_of_workers():
+    """The patched cluster trainer, the training flags, then --num_workers."""
+    role = client_role(CLUSTER, TRAINING, python=PY, sources=SOURCES, cpus="0,1")
+    assert [PY, "/build/patched/cifar10_cluster_train.py", "--max_steps=1000", "--data_dir=/data",
+            "--train_dir=/runs/r1/train_cluster", "--num_workers=2"] == role.argv
+    assert not role.is_server
+    assert role.address is None
+    assert "0,1" == role.cpus
+
+
+def test_the_client_is_told_where_the_ps_is_by_ps_node_and_ps_port():
+    """Its session is on grpc://PS_NODE:PS_PORT, the ps's host and port."""
+    role = client_role(CLUSTER, TRAINING, python=PY, sources=SOURCES, cpus="0")
+    assert {"PYTHONUNBUFFERED": "1", "PS_NODE": "172.17.0.2", "PS_PORT": "2222"} == role.env
+
+
+def test_extra_client_environment_is_kept_but_cannot_move_the_ps():
+    """An extra variable is added; PS_NODE and PS_PORT always come from the cluster."""
+    role = client_role(CLUSTER, TRAINING, python=PY, sources=SOURCES, cpus="0",
+                       env={"TF_CPP_MIN_LOG_LEVEL": "2", "PS_NODE": "elsewhere"})
+    assert "2" == role.env["TF_CPP_MIN_LOG_LEVEL"]
+    assert "172.17.0.2" == role.env["PS_NODE"]
+
+
+def test_the_standalone_role_runs_the_standalone_trainer_without_cluster_settings():
+    """No --num_workers, no PS_NODE: it trains alone."""
+    role = standalone_role(TrainingArgs(21, "/d", "/t"), python=PY, sources=SOURCES, cpus="0")
+    assert [PY, "/build/patched/cifar10_standalone_train.py", "--max_steps=21", "--data_dir=/d",
+            "--train_dir=/t"] == role.argv
+    assert {"PYTHONUNBUFFERED": "1"} == role.env
+    assert "tf_standalone" == role.hostname
+    assert not role.is_server
+
+
+def test_cluster_roles_come_in_start_order_ps_workers_client():
+    """The servers first, the client, which needs them, last."""
+    cpus = make_layout("spread", 2, cpus=[0, 1]).cpus
+    roles = cluster_roles(local_cluster(2), TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER)
+    assert ["ps", "worker0", "worker1", "client"] == [r.name for r in roles]
+    assert ["127.0.0.1:2222", "127.0.0.1:2223", "127.0.0.1:2224", None] == [r.address for r in roles]
+    assert {"PS_NODE": "127.0.0.1", "PS_PORT": "2222"}.items() <= roles[-1].env.items()
+
+
+def test_the_article_layout_puts_every_cluster_role_on_cpu_0():
+    """The article pins every container to CPU 0; so do the roles built from its layout."""
+    cpus = make_layout("article", 2, cpus=[0, 1]).cpus
+    roles = cluster_roles(local_cluster(2), TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER)
+    assert {"ps": "0", "worker0": "0", "worker1": "0", "client": "0"} == {r.name: r.cpus for r in roles}
+
+
+def test_the_spread_layout_gives_the_workers_different_cpus():
+    """On two CPUs, worker0 and worker1 each get their own; ps and client share both."""
+    cpus = make_layout("spread", 2, cpus=[0, 1]).cpus
+    roles = cluster_roles(local_cluster(2), TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER)
+    assert {"ps": "0,1", "worker0": "0", "worker1": "1", "client": "0,1"} == {r.name: r.cpus for r in roles}
+
+
+def test_explicit_cpus_reach_the_roles_they_name():
+    """--cpus ps=1,client=0:1 on the article layout changes those two roles only."""
+    cpus = make_layout("article", 2, cpus=[0, 1], explicit=parse_cpu_overrides("ps=1,client=0:1")).cpus
+    roles = cluster_roles(local_cluster(2), TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER)
+    assert {"ps": "1", "worker0": "0", "worker1": "0", "client": "0,1"} == {r.name: r.cpus for r in roles}
+
+
+@pytest.mark.parametrize("text, message", [
+    ("ps", "--cpus item 'ps' is not role=cpus"),
+    ("worker0=", "--cpus item 'worker0=' is not role=cpus"),
+    ("worker2=1", "--cpus names role 'worker2', which this run has not"),
+    ("gpu=0", "--cpus names role 'gpu', which this run has not"),
+])
+def test_bad_cpus_input_is_refused_before_any_role_is_built(text: str, message: str):
+    """Malformed items and unknown roles are errors that name the item or role."""
+    with pytest.raises(KitError, match=message):
+        make_layout("spread", 2, cpus=[0, 1], explicit=parse_cpu_overrides(text))
+
+
+def test_a_role_spec_survives_the_plan_file():
+    """to_json then from_json gives an equal RoleSpec (the supervisor reads roles from JSON)."""
+    role = client_role(CLUSTER, TRAINING, python=PY, sources=SOURCES, cpus="0")
+    server = server_role(CLUSTER, "worker", 0, python=PY, role_server=SERVER, cpus="1")
+    for spec in (role, server):
+        assert spec == RoleSpec.from_json(json.loads(json.dumps(spec.to_json())))

@@ -1,0 +1,250 @@
+"""The supervisor: start roles in order, probe servers, watch, always tear down, write the outcome.
+
+These run small Python programs as roles (a listener standing in for a TensorFlow server), so
+they take seconds; test_local_cluster.py runs the real servers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from reprokit import supervisor as supervisorlib
+from reprokit.errors import ClusterError
+from reprokit.roles import RoleSpec
+from reprokit.supervisor import Outcome, Plan, Supervisor, log_path, still_running
+
+from cluster_support import REPO, alive, free_port, log_has, no_leftover_processes, pids_running, wait_for  # noqa: F401
+
+PY = sys.executable
+CPU = str(min(os.sched_getaffinity(0)))
+# Listens like a server would, says so, then waits to be stopped.
+LISTENER = ("import socket, sys, time\n"
+            "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
+            "print('listening on', sys.argv[1], flush=True); time.sleep(120)")
+SILENT = "import time; time.sleep(120)"
+
+
+def listener(name: str, port: int | None = None) -> RoleSpec:
+    port = port or free_port()
+    return RoleSpec(name, [PY, "-c", LISTENER, str(port)], CPU, {}, f"127.0.0.1:{port}")
+
+
+def program(name: str, code: str, cpus: str = CPU) -> RoleSpec:
+    return RoleSpec(name, [PY, "-c", code], cpus, {"PYTHONUNBUFFERED": "1"})
+
+
+def plan(tmp_path: Path, roles: list[RoleSpec], main: str = "client", probe_timeout_s: float = 20) -> Plan:
+    return Plan(str(tmp_path), roles, main, probe_timeout_s)
+
+
+def test_a_plan_survives_its_json_file(tmp_path: Path):
+    """Plan.to_json then from_json gives an equal plan: the supervisor reads it from a file."""
+    original = Plan(str(tmp_path), [listener("ps", 2222), program("client", "pass")], "client", 7.5, True)
+    assert original == Plan.from_json(original.to_json())
+
+
+def test_a_plan_whose_main_role_succeeds_is_ok_and_stops_every_role(tmp_path: Path):
+    """Servers start and become reachable, then the main role; it exits 0; the servers are stopped."""
+    roles = [listener("ps"), listener("worker0"), program("client", "print('trained')")]
+    outcome = Supervisor(plan(tmp_path, roles)).run()
+    assert (True, "") == (outcome.ok, outcome.message)
+    assert {"ps": -signal.SIGTERM, "worker0": -signal.SIGTERM, "client": 0} == outcome.exit_codes
+    assert ["ps", "worker0", "client"] == list(outcome.pids)
+    assert [] == still_running({"cluster": outcome})
+
+
+def test_the_timings_follow_the_stages_of_a_run(tmp_path: Path):
+    """Started, reachable, main started and exited, teardown: in that order, seconds from the start."""
+    roles = [listener("ps"), program("client", "pass")]
+    before = time.time()
+    timings = dict(Supervisor(plan(tmp_path, roles)).run().timings)
+    started = timings.pop("epoch_started")  # wall clock, to set the others against the logs' times
+    assert before - 1 <= started <= time.time()
+    order = ["ps_started", "ps_reachable", "servers_reachable", "client_started", "main_exited",
+             "teardown_started", "teardown_done"]
+    assert order == list(timings)
+    assert sorted(timings.values()) == [timings[k] for k in order]
+
+
+def test_every_role_logs_to_its_own_file_each_line_timestamped(tmp_path: Path):
+    """<role>.log opens with the command as run (pinned by taskset), then the role's output."""
+    role = program("client", "print('one'); print('two')")
+    Supervisor(plan(tmp_path, [role])).run()
+    lines = log_path(tmp_path, "client").read_text().splitlines()
+    stamp = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6} \| "
+    assert 3 == len(lines)
+    assert re.fullmatch(stamp + re.escape(f"reprokit: $ taskset -c {CPU} {PY} -c print('one'); print('two')"),
+                        lines[0])
+    assert re.fullmatch(stamp + "one", lines[1])
+    assert re.fullmatch(stamp + "two", lines[2])
+
+
+def test_a_role_without_cpus_is_not_pinned(tmp_path: Path):
+    """cpus '' runs the program itself, no taskset."""
+    Supervisor(plan(tmp_path, [program("client", "pass", cpus="")])).run()
+    first = log_path(tmp_path, "client").read_text().splitlines()[0]
+    assert first.endswith(f"reprokit: $ {PY} -c pass")
+
+
+def test_a_failing_main_role_is_reported_with_its_code_and_last_lines(tmp_path: Path):
+    """Exit code 3: not ok; the message names the role, the code, its log and its last output."""
+    roles = [listener("ps"), program("client", "print('loss = nan'); raise SystemExit(3)")]
+    outcome = Supervisor(plan(tmp_path, roles)).run()
+    assert not outcome.ok
+    assert outcome.message.startswith("the client role exited with code 3")
+    assert f"see {tmp_path / 'client.log'}; its last lines:" in outcome.message
+    assert "loss = nan" in outcome.message
+    assert -signal.SIGTERM == outcome.exit_codes["ps"]
+
+
+def test_a_server_that_dies_before_it_listens_is_reported_and_the_main_role_never_starts(tmp_path: Path):
+    """The worker exits 2 during start-up: named, with its code; the client is not started."""
+    dead = RoleSpec("worker0", [PY, "-c", "print('bad flag'); raise SystemExit(2)"], CPU, {},
+                    f"127.0.0.1:{free_port()}")
+    outcome = Supervisor(plan(tmp_path, [listener("ps"), dead, program("client", "pass")])).run()
+    assert not outcome.ok
+    assert outcome.message.startswith(f"the worker0 role exited with code 2 before {dead.address} became reachable")
+    assert "bad flag" in outcome.message
+    assert "client" not in outcome.pids
+    assert not log_path(tmp_path, "client").exists()
+
+
+def test_a_server_that_never_listens_is_a_cluster_error_naming_role_address_and_log(tmp_path: Path):
+    """Nobody listens at its address: after probe_timeout_s, what, where, and which log to read."""
+    silent = RoleSpec("ps", [PY, "-c", SILENT], CPU, {}, f"127.0.0.1:{free_port()}")
+    supervisor = Supervisor(plan(tmp_path, [silent, program("client", "pass")], probe_timeout_s=3))
+    supervisor.start(silent)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ClusterError) as caught:
+            supervisor.wait_reachable(silent)
+    finally:
+        codes = supervisor.teardown()
+    assert 3 <= time.monotonic() - started < 15  # an upper bound only: the machine may be busy
+    assert f"the ps role ({silent.address}) is not reachable after 3 s" == caught.value.message
+    assert f"is the ps server running? see {tmp_path / 'ps.log'}" == caught.value.hint
+    assert {"ps": -signal.SIGTERM} == codes
+
+
+def test_a_run_with_an_unreachable_server_fails_without_starting_the_main_role(tmp_path: Path):
+    """The same error becomes the outcome's message; the silent server is stopped."""
+    silent = RoleSpec("ps", [PY, "-c", SILENT], CPU, {}, f"127.0.0.1:{free_port()}")
+    outcome = Supervisor(plan(tmp_path, [silent, program("client", "pass")], probe_timeout_s=3)).run()
+    assert not outcome.ok
+    assert f"the ps role ({silent.address}) is not reachable after 3 s" in outcome.message
+    assert str(tmp_path / "ps.log") in outcome.message
+    assert ["ps"] == list(outcome.pids)
+    assert [] == still_running({"cluster": outcome})
+
+
+def test_a_role_that_dies_while_the_main_role_runs_fails_the_run_at_once(tmp_path: Path):
+    """worker0 exits 1 after a second: the run fails naming worker0, and the client is stopped."""
+    port = free_port()
+    flaky = RoleSpec("worker0", [PY, "-c", LISTENER.replace("time.sleep(120)", "time.sleep(1); raise SystemExit(1)"),
+                                 str(port)], CPU, {}, f"127.0.0.1:{port}")
+    started = time.monotonic()
+    outcome = Supervisor(plan(tmp_path, [listener("ps"), flaky, program("client", SILENT)])).run()
+    assert time.monotonic() - started < 30  # long before the client would end by itself (120 s)
+    assert not outcome.ok
+    assert outcome.message.startswith("the worker0 role exited with code 1 while the client was running")
+    assert -signal.SIGTERM == outcome.exit_codes["client"]
+
+
+def test_a_role_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: Path, monkeypatch):
+    """Teardown sends SIGTERM, waits TERM_GRACE_S, then SIGKILL: nothing outlives the run."""
+    monkeypatch.setattr(supervisorlib, "TERM_GRACE_S", 1.0)
+    stubborn = program("helper", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+                                 "print('ignoring SIGTERM', flush=True); time.sleep(120)")
+    main = program("client", "import time; time.sleep(1.5)")
+    supervisor = Supervisor(plan(tmp_path, [stubborn, main]))
+    outcome = supervisor.run()
+    assert outcome.ok
+    assert log_has(tmp_path / "helper.log", "ignoring SIGTERM")
+    assert -signal.SIGKILL == outcome.exit_codes["helper"]
+    assert 0.9 <= outcome.timings["teardown_done"] - outcome.timings["teardown_started"] < 10
+
+
+def test_a_stop_request_interrupts_the_run_and_stops_every_role(tmp_path: Path):
+    """SIGTERM/SIGINT set the stop event: the outcome says interrupted, every role is stopped."""
+    supervisor = Supervisor(plan(tmp_path, [listener("ps"), program("client", SILENT)]))
+    threading.Timer(1.5, supervisor.stop.set).start()
+    outcome = supervisor.run()
+    assert (False, "interrupted: every role was stopped") == (outcome.ok, outcome.message)
+    assert {"ps": -signal.SIGTERM, "client": -signal.SIGTERM} == outcome.exit_codes
+
+
+def test_still_running_lists_only_live_pids(tmp_path: Path):
+    """A live process's pid is listed, a finished one's is not."""
+    live = subprocess.Popen([PY, "-c", SILENT])
+    done = subprocess.Popen([PY, "-c", "pass"])
+    done.wait()
+    try:
+        outcomes = {"a": Outcome(True, "", pids={"x": live.pid}), "b": Outcome(True, "", pids={"y": done.pid})}
+        assert [live.pid] == still_running(outcomes)
+    finally:
+        live.kill()
+        live.wait()
+
+
+def _supervisor_process(tmp_path: Path, the_plan: Plan) -> subprocess.Popen:
+    plan_path = tmp_path / "client.plan.json"
+    plan_path.write_text(the_plan.to_json())
+    return subprocess.Popen([PY, "-m", "reprokit.supervisor", str(plan_path)], cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def test_the_supervisor_program_writes_the_outcome_as_json(tmp_path: Path):
+    """`python -m reprokit.supervisor PLAN` writes <main>.outcome.json and exits 0 when ok, 1 when not."""
+    good = _supervisor_process(tmp_path, plan(tmp_path, [listener("ps"), program("client", "pass")]))
+    assert 0 == good.wait(timeout=60)
+    outcome = Outcome(**json.loads((tmp_path / "client.outcome.json").read_text()))
+    assert outcome.ok
+    assert {"ps", "client"} == set(outcome.pids)
+    bad = _supervisor_process(tmp_path, plan(tmp_path, [program("client", "raise SystemExit(4)")]))
+    assert 1 == bad.wait(timeout=60)
+    outcome = Outcome(**json.loads((tmp_path / "client.outcome.json").read_text()))
+    assert not outcome.ok and "code 4" in outcome.message
+    assert not (tmp_path / "client.outcome.tmp").exists()
+
+
+def test_sigterm_to_the_supervisor_program_stops_every_role_and_still_writes_the_outcome(tmp_path: Path):
+    """Its signal handler stops the run in order: the outcome says interrupted."""
+    server, main = listener("ps"), program("client", "print('training', flush=True); import time; time.sleep(120)")
+    proc = _supervisor_process(tmp_path, plan(tmp_path, [server, main]))
+    wait_for(lambda: log_has(tmp_path / "client.log", "training"), 60, "the client never started")
+    proc.send_signal(signal.SIGTERM)
+    assert 1 == proc.wait(timeout=30)
+    outcome = json.loads((tmp_path / "client.outcome.json").read_text())
+    assert "interrupted: every role was stopped" == outcome["message"]
+    assert not any(alive(pid) for pid in outcome["pids"].values())
+
+
+def test_roles_die_with_a_supervisor_that_is_killed(tmp_path: Path):
+    """SIGKILL leaves the supervisor no time to tear down: PR_SET_PDEATHSIG kills its roles."""
+    server, main = listener("ps"), program("client", "print('training', flush=True); import time; time.sleep(120)")
+    proc = _supervisor_process(tmp_path, plan(tmp_path, [server, main]))
+    wait_for(lambda: log_has(tmp_path / "client.log", "training"), 60, "the client never started")
+    pids = pids_running(server.argv) + pids_running(main.argv)
+    assert 2 == len(pids)
+    proc.kill()
+    proc.wait()
+    wait_for(lambda: not any(alive(p) for p in pids), 5, f"roles {pids} outlived their supervisor")
+    assert not (tmp_path / "client.outcome.json").exists()
+
+
+def test_an_outcome_round_trips_through_json():
+    """What the supervisor writes, the launcher reads back as an equal Outcome."""
+    outcome = Outcome(False, "the ps role exited with code -9", {"ps": -9}, {"ps": 42}, {"ps_started": 0.1})
+    assert outcome == Outcome(**json.loads(json.dumps(asdict(outcome))))
