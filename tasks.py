@@ -106,15 +106,16 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
             "source": "data source: auto | url | synthetic | PATH",
             "backend": "local (default) or docker",
             "isolation": "local backend: auto | netns | none",
-            "run_id": "name of the run folder (must not exist yet)"})
+            "run_id": "name of the run folder (must not exist yet)",
+            "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)"})
 def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, source=None,
-              backend=None, isolation=None, run_id=None):
+              backend=None, isolation=None, run_id=None, tuning="default"):
     """The whole experiment: patches, data, standalone, cluster, check, report; ends in PASS/FAIL."""
     s = _settings(c)
     passed = _guard(views.reproduce, _out, s, steps=int(steps or (s.quick_steps if quick else s.steps)),
                     workers=int(workers or s.workers), layout=layout or s.layout, cpus=cpus or "",
                     source=source or s.data_source, backend=backend or s.backend,
-                    isolation=isolation or s.isolation, run_id=run_id)
+                    isolation=isolation or s.isolation, run_id=run_id, tuning=tuning)
     if not passed:
         raise Exit(code=1)
 

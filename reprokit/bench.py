@@ -75,7 +75,8 @@ class Bench:
                                     cpus=layout.for_role("standalone"), env=self.tuning.env)]
         return cluster_roles(self.backend.cluster(workers), training, layout.cpus, python=self.backend.python,
                              sources=self.sources, role_server=self.backend.role_server,
-                             threads=self.tuning.server_threads, env=self.tuning.env)
+                             threads=self.tuning.server_threads, env=self.tuning.env,
+                             client_hosts_ps=self.tuning.client_hosts_ps)
 
     def run(self, mode: str, workers: int = 2, label: str = "", **probe: Any) -> ModeRun:
         self.counter += 1

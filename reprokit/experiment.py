@@ -9,7 +9,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -23,6 +23,7 @@ from .roles import RoleSpec, TrainingArgs, cluster_roles, standalone_role
 from .runs import new_run_dir
 from .settings import Settings
 from .supervisor import Outcome, still_running
+from .tuning import PROFILES, Tuning
 
 Echo = Callable[[str], None]
 Progress = Callable[[str, int, float], None]
@@ -49,6 +50,7 @@ class Options:
     cpus: dict[str, str] = field(default_factory=dict)
     run_id: str | None = None
     modes: tuple[str, ...] = ("standalone", "cluster")
+    tuning: Tuning = PROFILES["default"]
 
 
 @dataclass
@@ -111,6 +113,7 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
     result = Reproduction(run_dir, stages.records)
     layout = make_layout(options.layout, options.workers, explicit=options.cpus)
     run_info: dict[str, Any] = {"steps": options.steps, "workers": options.workers, "modes": list(options.modes),
+                                "tuning": options.tuning.name,
                                 "layout": layout.name, "cpus": layout.cpus, "started": datetime.now().isoformat()}
     (run_dir / RUN_FILE).write_text(json.dumps(run_info, indent=1))
     outcomes: dict[str, Outcome] = {}
@@ -130,12 +133,16 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
         for mode in options.modes:
             with stages.stage(mode) as say:
                 training = TrainingArgs(options.steps, str(data_result.data_dir), str(run_dir / f"train_{mode}"))
+                tuning = options.tuning
                 if mode == "standalone":
                     roles = [standalone_role(training, python=backend.python, sources=sources,
-                                             cpus=layout.for_role("standalone"))]
+                                             cpus=layout.for_role("standalone"), env=tuning.env)]
                 else:
                     roles = cluster_roles(backend.cluster(options.workers), training, layout.cpus,
-                                          python=backend.python, sources=sources, role_server=backend.role_server)
+                                          python=backend.python, sources=sources, role_server=backend.role_server,
+                                          threads=tuning.server_threads, env=tuning.env,
+                                          client_hosts_ps=tuning.client_hosts_ps)
+                    roles = [replace(r, env={**r.env, **tuning.server_env}) if r.is_server else r for r in roles]
                 for role in roles:
                     say(f"{role.name}: cpus {role.cpus}" + (f", {role.address}" if role.address else ""))
                 main = roles[-1].name

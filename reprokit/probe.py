@@ -41,6 +41,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("--input-free", action="store_true")
     parser.add_argument("--variables-on-ps", action="store_true")
     parser.add_argument("--placement-only", action="store_true")
+    parser.add_argument("--serve-ps", metavar="CLUSTER_JSON",
+                        help="first start the ps server of this cluster in-process (client hosts the ps)")
+    parser.add_argument("--ps-threads", default="0,0", help="intra,inter-op threads of that server")
     return parser.parse_args(argv), flags
 
 
@@ -57,6 +60,14 @@ def _step_stats(metadata, wall_s: float) -> dict:
 
 def main(argv: list[str]) -> None:
     args, flags = parse_args(argv)
+    if args.serve_ps:
+        import tensorflow as tf2
+
+        intra, inter = (int(n) for n in args.ps_threads.split(","))
+        config = tf2.compat.v1.ConfigProto(intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter)
+        server = tf2.distribute.Server(tf2.train.ClusterSpec(json.loads(args.serve_ps)), job_name="ps",
+                                       task_index=0, config=config, start=True)
+        print(f"probe: serving /job:ps/task:0 in-process (target {server.target})", flush=True)
     sys.path.insert(0, str(Path(args.sources).resolve()))
     sys.argv = [f"{args.trainer}.py", *flags]
     trainer = importlib.import_module(args.trainer)

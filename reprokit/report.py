@@ -54,6 +54,7 @@ def markdown(results: dict[str, Any], plot_name: str | None) -> str:
     facts = [
         ("steps", results["options"]["steps"]), ("workers", results["options"]["workers"]),
         ("CPU layout", f"{layout['name']}: " + ", ".join(f"{r}={c}" for r, c in sorted(layout["cpus"].items()))),
+        ("kit settings", f"{results['tuning']['name']}: {results['tuning']['why']}" if results.get("tuning") else "n/a"),
         *[(k, v) for k, v in backend.items() if v],
         ("data", f"{data.get('source', 'n/a')}" + (" (generated)" if data.get("synthetic") else "")),
         ("TensorFlow", m["tensorflow"]), ("Python", m["python"]),

@@ -76,6 +76,7 @@ def build_results(settings: Any, options: Any, layout: CpuLayout, backend: dict,
         "options": {"steps": options.steps, "workers": options.workers, "modes": list(options.modes),
                     "data_source": options.data_source},
         "layout": {"name": layout.name, "cpus": layout.cpus},
+        "tuning": asdict(options.tuning),
         "backend": backend,
         "data": None if data is None else {
             "source": data.source, "synthetic": data.synthetic, "notice": data.notice,

@@ -9,6 +9,11 @@ because it also runs inside the Docker image, where the kit is not installed:
 
 It prints one "serving" line once the server listens, then blocks; SIGTERM or
 SIGINT ends it cleanly with exit code 0.
+
+With `--run-trainer TRAINER.py -- FLAGS`, it serves its task and runs that trainer in the same
+process instead of blocking (the kit's "client hosts the ps" setting): the trainer's session on
+grpc://localhost:<port> then reaches the master in-process, without a gRPC hop per call. The
+exit code is the trainer's.
 """
 
 from __future__ import annotations
@@ -29,7 +34,28 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--intra-op-threads", type=int, default=0, help="0: TensorFlow's default")
     parser.add_argument("--inter-op-threads", type=int, default=0, help="0: TensorFlow's default")
-    return parser.parse_args(argv)
+    parser.add_argument("--run-trainer", help="run this trainer in-process after the server starts")
+    if "--" in argv:
+        cut = argv.index("--")
+        args = parser.parse_args(argv[:cut])
+        args.trainer_flags = argv[cut + 1:]
+        return args
+    args = parser.parse_args(argv)
+    args.trainer_flags = []
+    return args
+
+
+def run_trainer(path: str, flags: list[str]) -> int:
+    """Run a trainer script as __main__ in this process; its exit status is returned."""
+    import runpy
+
+    sys.argv = [path, *flags]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
+    try:
+        runpy.run_path(path, run_name="__main__")
+    except SystemExit as exc:  # tf.app.run() ends with sys.exit(main(...))
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    return 0
 
 
 def main(argv: list[str]) -> int:
@@ -54,6 +80,8 @@ def main(argv: list[str]) -> int:
     address = cluster[args.job][args.task]
     print(f"{datetime.now()}: serving /job:{args.job}/task:{args.task} at {address} "
           f"(target {server.target})", flush=True)
+    if args.run_trainer:
+        return run_trainer(args.run_trainer, args.trainer_flags)
     # server.join() cannot be interrupted; waiting on an event can.
     while not stop.wait(0.5):
         pass

@@ -89,13 +89,30 @@ def standalone_role(training: TrainingArgs, *, python: str, sources: str, cpus: 
     return RoleSpec("standalone", argv, cpus, {**BASE_ENV, **(env or {})})
 
 
+def client_hosting_ps_role(cluster: Cluster, training: TrainingArgs, *, python: str, sources: str,
+                           role_server: str, cpus: str, threads: tuple[int, int] = (0, 0),
+                           env: dict[str, str] | None = None) -> RoleSpec:
+    """The ps server and the client in one process (role_server.py --run-trainer).
+
+    The trainer is unchanged; its session targets grpc://<PS_NODE>:<PS_PORT>, which is the
+    in-process server's own target, so TensorFlow hands its calls to that master directly."""
+    server = server_role(cluster, "ps", 0, python=python, role_server=role_server, cpus=cpus, threads=threads)
+    client = client_role(cluster, training, python=python, sources=sources, cpus=cpus, env=env)
+    argv = [*server.argv, "--run-trainer", client.argv[1], "--", *client.argv[2:]]
+    return RoleSpec("client", argv, cpus, client.env)
+
+
 def cluster_roles(cluster: Cluster, training: TrainingArgs, cpus: dict[str, str], *, python: str,
                   sources: str, role_server: str, threads: tuple[int, int] = (0, 0),
-                  env: dict[str, str] | None = None) -> list[RoleSpec]:
-    """ps, workers, then the client: the order they must start in."""
-    roles = [server_role(cluster, "ps", 0, python=python, role_server=role_server, cpus=cpus["ps"],
-                         threads=threads)]
-    roles += [server_role(cluster, "worker", i, python=python, role_server=role_server,
-                          cpus=cpus[f"worker{i}"], threads=threads) for i in range(len(cluster.workers))]
-    roles.append(client_role(cluster, training, python=python, sources=sources, cpus=cpus["client"], env=env))
-    return roles
+                  env: dict[str, str] | None = None, client_hosts_ps: bool = False) -> list[RoleSpec]:
+    """ps, workers, then the client: the order they must start in (the ps inside the client
+    process when `client_hosts_ps`)."""
+    workers = [server_role(cluster, "worker", i, python=python, role_server=role_server,
+                           cpus=cpus[f"worker{i}"], threads=threads) for i in range(len(cluster.workers))]
+    if client_hosts_ps:
+        return workers + [client_hosting_ps_role(cluster, training, python=python, sources=sources,
+                                                 role_server=role_server, cpus=cpus["client"],
+                                                 threads=threads, env=env)]
+    ps = server_role(cluster, "ps", 0, python=python, role_server=role_server, cpus=cpus["ps"], threads=threads)
+    client = client_role(cluster, training, python=python, sources=sources, cpus=cpus["client"], env=env)
+    return [ps, *workers, client]

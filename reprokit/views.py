@@ -131,9 +131,14 @@ def _finish(out: Out, result) -> bool:
 
 def reproduce(out: Out, s: Settings, *, steps: int, workers: int, layout: str, cpus: str, source: str,
               backend: str, isolation: str, run_id: str | None,
-              modes: tuple[str, ...] = ("standalone", "cluster")) -> bool:
+              modes: tuple[str, ...] = ("standalone", "cluster"), tuning: str = "default") -> bool:
+    from .tuning import profile
+
     options = Options(steps, workers, layout, source, s.synthetic_records,
-                      clusterlib.parse_cpu_overrides(cpus), run_id, modes)
+                      clusterlib.parse_cpu_overrides(cpus), run_id, modes, profile(tuning))
+    if backend == "docker" and options.tuning.client_hosts_ps:
+        raise KitError(f"--tuning {tuning} runs the ps inside the client's process, and the Docker backend "
+                       "gives every role a container of its own", "use --backend local with it")
     result = run_reproduction(s, options, make_backend(s, backend, isolation), out, _progress(out))
     return _finish(out, result)
 

@@ -144,3 +144,36 @@ def test_a_role_spec_survives_the_plan_file():
     server = server_role(CLUSTER, "worker", 0, python=PY, role_server=SERVER, cpus="1")
     for spec in (role, server):
         assert spec == RoleSpec.from_json(json.loads(json.dumps(spec.to_json())))
+
+
+def test_a_client_hosting_the_ps_serves_the_ps_task_then_runs_the_trainer():
+    """client_hosts_ps: no separate ps role; the client runs role_server.py --run-trainer."""
+    cpus = make_layout("spread", 2, cpus=[0, 1]).cpus
+    roles = cluster_roles(CLUSTER, TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER,
+                          threads=(1, 4), client_hosts_ps=True)
+    assert ["worker0", "worker1", "client"] == [r.name for r in roles]
+    client = roles[-1]
+    assert not client.is_server
+    cut = client.argv.index("--run-trainer")
+    assert [PY, SERVER, "--cluster", SPEC_JSON, "--job", "ps", "--task", "0",
+            "--intra-op-threads", "1", "--inter-op-threads", "4"] == client.argv[:cut]
+    assert f"{SOURCES}/cifar10_cluster_train.py" == client.argv[cut + 1]
+    assert "--" == client.argv[cut + 2]
+    assert TRAINING.flags() + ["--num_workers=2"] == client.argv[cut + 3:]
+    # The session target must be the in-process server's own: the ps address of the cluster.
+    assert ("172.17.0.2", "2222") == (client.env["PS_NODE"], client.env["PS_PORT"])
+
+
+def test_a_probe_of_a_client_hosting_the_ps_starts_the_same_server_in_process():
+    """The benchmark's probe keeps the cluster, the threads, the trainer and its flags."""
+    from reprokit.bench_roles import probe_role
+
+    cpus = make_layout("spread", 2, cpus=[0, 1]).cpus
+    client = cluster_roles(CLUSTER, TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER,
+                           threads=(1, 4), client_hosts_ps=True)[-1]
+    probe = probe_role(client, "/runs/probe.json", trace_step=25)
+    argv = probe.argv
+    assert [PY, "-m", "reprokit.probe", "--sources", SOURCES, "--trainer", "cifar10_cluster_train"] == argv[:7]
+    assert SPEC_JSON == argv[argv.index("--serve-ps") + 1]
+    assert "1,4" == argv[argv.index("--ps-threads") + 1]
+    assert TRAINING.flags() + ["--num_workers=2"] == argv[argv.index("--") + 1:]
