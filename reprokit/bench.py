@@ -105,6 +105,16 @@ class Bench:
                        probe_json)
 
 
+def cpu_share(run: dict[str, Any]) -> dict[str, Any]:
+    """Average cores each role kept busy while the main role ran (from its CPU seconds)."""
+    import os
+
+    t = run["timings"]
+    wall = t.get("main_exited", 0.0) - t.get("client_started", t.get("standalone_started", 0.0))
+    roles = {name: round(cpu / wall, 2) for name, cpu in run["cpu_seconds"].items()} if wall > 0 else {}
+    return {"cpus": len(os.sched_getaffinity(0)), "wall_s": round(wall, 2), "roles": roles}
+
+
 def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
@@ -134,6 +144,7 @@ def run_bench(settings: Settings, backend: Any, tuning: Tuning, *, repetitions: 
     teardowns = [r[m]["timings"].get("teardown_done", 0) - r[m]["timings"].get("teardown_started", 0)
                  for r in reps for m in ("standalone", "cluster")]
     results = {
+        "cpu_share": cpu_share(reps[len(reps) // 2]["cluster"]),
         "folder": str(bench.dir), "steps": steps, "repetitions": repetitions, "workers": workers,
         "warmup_rule": WARMUP_RULE, "tuning": asdict(tuning), "data": bench.data.source,
         "repetition_results": reps,

@@ -39,6 +39,10 @@ def bench_lines(r: dict[str, Any]) -> list[str]:
     lines += ["", f"placement: the model variables live on {', '.join(homes) or 'n/a'}",
               f"  cluster as the article's program places them: {_f(p['article_rate'])} ex/s; "
               f"with the variables on the ps: {_f(p['variables_on_ps_rate'])} ex/s"]
+    share = r.get("cpu_share") or {}
+    if share:
+        lines += ["", "CPU used per role during one cluster run (cores busy on average, of "
+                  f"{share['cpus']} usable): " + ", ".join(f"{k} {v:.2f}" for k, v in share["roles"].items())]
     o = r["overheads"]
     lines += ["", f"kit overheads: verify + apply {o['verify_and_apply_s']} s; cluster ready -> first logged step "
               f"{o['cluster_ready_to_first_step_s']} s; teardown {o['teardown_s']} s"]
@@ -58,14 +62,15 @@ def plot_bench(r: dict[str, Any], path: Path) -> Path:
     left.plot(x, [p["cluster"]["rate"] for p in reps], "s-", label=f"cluster ({r['workers']} workers)")
     if r["input_free_bound"]["rate"]:
         left.axhline(r["input_free_bound"]["rate"], color="grey", linestyle=":", label="input-free bound, 1 CPU")
-    left.set(title="examples/sec per repetition", xlabel="repetition", ylabel="examples/sec")
+    left.set(title="examples/sec per repetition", xlabel="repetition", ylabel="examples/sec", xticks=list(x))
     left.set_ylim(bottom=0)
     left.legend(fontsize=8)
     right.bar(x, [p["speedup"] or 0 for p in reps], color="tab:orange", label="this run")
     right.axhline(r["workers"], color="black", linestyle="--", linewidth=1, label=f"limit ({r['workers']}x)")
     right.axhline(ARTICLE_SPEEDUP, color="tab:blue", linestyle="--", linewidth=1, label="article (1.74x)")
     right.axhline(1.85, color="tab:green", linestyle=":", linewidth=1, label="target (1.85x)")
-    right.set(title=f"speed-up, median {r['median']['speedup']:.2f}x", xlabel="repetition", ylabel="cluster / standalone")
+    right.set(title=f"speed-up, median {r['median']['speedup']:.2f}x", xlabel="repetition",
+              ylabel="cluster / standalone", xticks=list(x))
     right.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path)
