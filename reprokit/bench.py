@@ -123,7 +123,7 @@ def run_bench(settings: Settings, backend: Any, tuning: Tuning, *, repetitions: 
               echo: Echo, data_source: str = "auto", workers: int = 2) -> dict[str, Any]:
     """Alternate standalone and cluster `repetitions` times, then the extra measurements."""
     bench = Bench(settings, backend, tuning, steps, echo, data_source)
-    reps = []
+    reps: list[dict[str, Any]] = []
     for rep in range(repetitions):
         echo(f"repetition {rep + 1}/{repetitions}")
         # Alternate the order, so that drift on a shared machine hits both modes alike.

@@ -9,7 +9,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -108,10 +108,11 @@ class _Stages:
 def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo,
               progress: Progress | None = None) -> Reproduction:
     """Run every stage; the run folder holds the logs, results.json, report.md and the plot."""
+    # The layout first: a bad --cpus must fail before a run folder exists.
+    layout = make_layout(options.layout, options.workers, explicit=options.cpus)
     run_dir = new_run_dir(settings.runs_dir, options.run_id).resolve()
     stages = _Stages(run_dir, echo)
     result = Reproduction(run_dir, stages.records)
-    layout = make_layout(options.layout, options.workers, explicit=options.cpus)
     run_info: dict[str, Any] = {"steps": options.steps, "workers": options.workers, "modes": list(options.modes),
                                 "tuning": options.tuning.name,
                                 "layout": layout.name, "cpus": layout.cpus, "started": datetime.now().isoformat()}

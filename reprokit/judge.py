@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import checks
 from . import rules as ruleslib
 from .errors import KitError
 from .logs import LogRecord, parse_log, step_fields
@@ -48,7 +49,7 @@ def judge_run(run_dir: Path, rules_path: Path) -> Judgement:
         path = run_dir / TRAINER_LOG[mode]
         records[mode] = parse_log(path, "client" if mode == "cluster" else mode) if path.is_file() else []
         context = ruleslib.run_context(mode, run["steps"], run["workers"])
-        verdicts += ruleslib.check_logs(mode, records[mode], rules, context, {"format", "run"},
+        verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
                                         sources=[path])
     speed, error = None, ""
     if {"standalone", "cluster"} <= set(records):
@@ -57,7 +58,7 @@ def judge_run(run_dir: Path, rules_path: Path) -> Judgement:
                                   run["workers"])
         except KitError as exc:
             error = str(exc)
-    return Judgement(verdicts, ruleslib.summarize(verdicts), records, speed, error)
+    return Judgement(verdicts, checks.summarize(verdicts), records, speed, error)
 
 
 def judge_article(article_dir: Path, rules_path: Path, workers: int = 2) -> ruleslib.Summary:
@@ -66,6 +67,6 @@ def judge_article(article_dir: Path, rules_path: Path, workers: int = 2) -> rule
     verdicts = []
     for mode, name in (("standalone", "standalone.log"), ("cluster", "cluster.log")):
         path = article_dir / name
-        verdicts += ruleslib.check_logs(mode, parse_log(path, mode), rules,
+        verdicts += checks.check_logs(mode, parse_log(path, mode), rules,
                                         ruleslib.article_context(mode, workers), {"format"}, sources=[path])
-    return ruleslib.summarize(verdicts)
+    return checks.summarize(verdicts)

@@ -210,3 +210,18 @@ def test_ctrl_c_during_training_stops_every_process_of_the_run(tmp_path: Path, k
     assert [] == processes_mentioning(str(run_dir))
     stages = {s["name"]: s["status"] for s in json.loads((run_dir / RESULTS).read_text())["stages"]}
     assert ("ok", "interrupted", "ok") == (stages["standalone"], stages["cluster"], stages["teardown"])
+
+
+def test_a_bad_cpus_override_fails_before_any_run_folder_exists(tmp_path: Path, kit_inputs: KitInputs):  # noqa: F811
+    """--cpus naming a role the run has not is refused, and runs/ gets no empty folder."""
+    from reprokit.backends.local import LocalBackend
+    from reprokit.errors import KitError
+    from reprokit.experiment import Options, reproduce
+
+    from cluster_support import kit_settings
+
+    settings = kit_settings(tmp_path / "runs", kit_inputs)
+    options = Options(21, 2, "spread", "auto", RECORDS, {"worker7": "0"})
+    with pytest.raises(KitError, match="worker7"):
+        reproduce(settings, options, LocalBackend("none"), lambda _: None)
+    assert not (tmp_path / "runs").exists() or [] == list((tmp_path / "runs").iterdir())

@@ -7,16 +7,15 @@ from pathlib import Path
 import pytest
 
 from reprokit.logs import LogRecord, parse_log
+from reprokit.checks import check_logs, summarize
 from reprokit.rules import (
     Evidence,
     Rule,
     RulesError,
     Verdict,
     article_context,
-    check_logs,
     load_rules,
     run_context,
-    summarize,
 )
 
 ROOT = Path(__file__).resolve().parent.parent

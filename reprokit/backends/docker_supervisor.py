@@ -132,7 +132,7 @@ class ContainerSupervisor:
                 if code == 0:
                     self.mark(f"{role.name}_reachable")
                     return
-                last = output.decode(errors="replace").strip()
+                last = output.decode(errors="replace").strip()  # type: ignore[union-attr]  # not streamed: bytes
             except SDK_ERRORS as error:
                 last = str(error)  # stopped meanwhile: the state check above says so
             if time.monotonic() > deadline:
@@ -146,7 +146,7 @@ class ContainerSupervisor:
         """CPU seconds per container so far, from one cheap stats read (no two-sample wait)."""
         for name, container in self.containers.items():
             try:
-                stats = container.stats(stream=False, one_shot=True)
+                stats: dict = container.stats(stream=False, one_shot=True)  # type: ignore[assignment]
                 used = stats["cpu_stats"]["cpu_usage"]["total_usage"]
             except (*SDK_ERRORS, KeyError, TypeError):
                 continue
