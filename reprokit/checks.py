@@ -41,22 +41,25 @@ def check_logs(
 def summarize(verdicts: Sequence[Verdict], max_evidence: int = 10) -> Summary:
     """One line per verdict with each failure's evidence under it, counts, then PASS or FAIL.
 
-    No verdict at all is a FAIL: a check that checked nothing has shown nothing.
+    No verdict at all is a FAIL: a check that checked nothing has shown nothing. A warning
+    rule that does not hold is shown as WARN, with its evidence, and does not fail the verdict.
     """
     lines: list[str] = []
     for v in verdicts:
-        lines.append(f"{'PASS' if v.passed else 'FAIL'} {v.rule} [{v.mode}]: {v.message}")
+        word = "PASS" if v.passed else ("WARN" if v.severity == "warning" else "FAIL")
+        lines.append(f"{word} {v.rule} [{v.mode}]: {v.message}")
         if not v.passed:
             for e in v.evidence[:max_evidence]:
                 lines.append(f"    {e.path}{'' if e.line is None else f':{e.line}'}: {e.text}")
             if len(v.evidence) > max_evidence:
                 lines.append(f"    ... and {len(v.evidence) - max_evidence} more")
-    failed = [v.rule for v in verdicts if not v.passed]
+    failed = [v.rule for v in verdicts if not v.passed and v.severity != "warning"]
+    warned = [v.rule for v in verdicts if not v.passed and v.severity == "warning"]
     lines.append(f"{len(verdicts)} rules checked, {len(failed)} failed"
-                 if verdicts else "no rule was checked")
+                 + (f", {len(warned)} warnings" if warned else "") if verdicts else "no rule was checked")
     passed = bool(verdicts) and not failed
     lines.append("PASS" if passed else "FAIL")
-    return Summary(passed, len(verdicts), failed, lines)
+    return Summary(passed, len(verdicts), failed, lines, warned)
 
 
 Outcome = tuple[bool, str, list[Evidence]]
@@ -92,7 +95,7 @@ class _Checker:
             outcome = self.reference(c)
         else:
             outcome = self.compare(c)
-        return Verdict(self.rule.name, self.mode, *outcome)
+        return Verdict(self.rule.name, self.mode, *outcome, severity=self.rule.severity)
 
     def resolve(self, value: Value, key: str) -> int:
         if isinstance(value, int):

@@ -45,7 +45,8 @@ def markdown(results: dict[str, Any], plot_name: str | None) -> str:
     out += ["## Rules (expected_logs/)", "", "| verdict | rule | mode | detail |", "| --- | --- | --- | --- |"]
     for v in results["rules"]:
         detail = v["message"].replace("|", "\\|").replace("\n", " ")
-        out.append(f"| {'PASS' if v['passed'] else '**FAIL**'} | {v['rule']} | {v['mode']} | {detail} |")
+        word = "PASS" if v["passed"] else ("WARN" if v.get("severity") == "warning" else "**FAIL**")
+        out.append(f"| {word} | {v['rule']} | {v['mode']} | {detail} |")
         if not v["passed"]:
             for e in v["evidence"][:3]:
                 where = e["path"] + (f":{e['line']}" if e["line"] is not None else "")

@@ -92,7 +92,7 @@ def build_results(settings: Any, options: Any, layout: CpuLayout, backend: dict,
                          "outcome": asdict(outcomes[mode]) if mode in outcomes else None}
                   for mode in options.modes},
         "rules": [] if judgement is None else [
-            {"rule": v.rule, "mode": v.mode, "passed": v.passed, "message": v.message,
+            {"rule": v.rule, "mode": v.mode, "passed": v.passed, "severity": v.severity, "message": v.message,
              "evidence": [{"path": str(e.path), "line": e.line, "text": e.text} for e in v.evidence[:10]]}
             for v in judgement.verdicts],
         "stages": [asdict(s) for s in stages],

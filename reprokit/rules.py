@@ -12,7 +12,7 @@ Checking lives in :mod:`reprokit.checks`; this module is the vocabulary and its 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple, NoReturn, Union
 
@@ -93,6 +93,7 @@ class Rule:
     applies_to: tuple[str, ...]
     scope: str
     check: Check
+    severity: str = "error"  # "warning": reported, but does not fail the verdict
 
 
 class Evidence(NamedTuple):
@@ -110,6 +111,7 @@ class Verdict:
     passed: bool
     message: str
     evidence: list[Evidence]
+    severity: str = "error"
 
 
 @dataclass(frozen=True)
@@ -120,6 +122,7 @@ class Summary:
     checked: int
     failed: list[str]
     lines: list[str]
+    warned: list[str] = field(default_factory=list)  # warning rules that did not hold
 
     @property
     def text(self) -> str:
@@ -129,6 +132,8 @@ class Summary:
 # --- loading -------------------------------------------------------------------------------
 
 _COMMON = ("name", "description", "applies_to", "scope")
+_OPTIONAL_COMMON = ("severity",)
+SEVERITIES = ("error", "warning")
 _KINDS: dict[str, tuple[set[str], set[str]]] = {  # kind -> (required, optional) sub-keys
     "pattern": (set(), set()),  # a string, not a mapping; its companions are below
     "steps": ({"every", "first"}, {"last"}),
@@ -178,7 +183,7 @@ class _Reader:
         kinds = [key for key in entry if key in _KINDS]
         for key in entry:
             companion = key in _PATTERN_COMPANIONS and kinds == ["pattern"]
-            if key not in _COMMON and key not in _KINDS and not companion:
+            if key not in _COMMON and key not in _OPTIONAL_COMMON and key not in _KINDS and not companion:
                 self.fail(f"unknown key {key!r}")
         if len(kinds) != 1:
             self.fail(f"needs exactly one check among {', '.join(_KINDS)}; has {kinds or 'none'}")
@@ -192,7 +197,10 @@ class _Reader:
             self.fail(f"'applies_to' must list modes among {MODES}, got {modes!r}")
         if scope not in SCOPES:
             self.fail(f"'scope' must be one of {SCOPES}, got {scope!r}")
-        return Rule(name, description.strip(), tuple(modes), scope, self.check(kinds[0], entry))
+        severity = entry.get("severity", "error")
+        if severity not in SEVERITIES:
+            self.fail(f"'severity' must be one of {SEVERITIES}, got {severity!r}")
+        return Rule(name, description.strip(), tuple(modes), scope, self.check(kinds[0], entry), severity)
 
     def check(self, kind: str, entry: dict[str, Any]) -> Check:
         if kind == "pattern":

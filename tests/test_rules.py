@@ -277,7 +277,7 @@ def test_an_unknown_mode_or_scope_is_an_error(rules: list[Rule]) -> None:
 
 
 @pytest.mark.parametrize("name, expected", [
-    ("unknown_key.yaml", "rule 'filling_queue_once': unknown key 'severity'"),
+    ("unknown_key.yaml", "rule 'filling_queue_once': unknown key 'priority'"),
     ("unknown_sub_key.yaml", "rule 'steps_every_ten': unknown key steps.frist"),
     ("bad_regex.yaml", "rule 'filling_queue_once': pattern is not a valid regular expression"),
     ("two_checks.yaml", "rule 'steps_and_pattern': unknown key 'count'"),
@@ -295,3 +295,26 @@ def test_a_bad_rules_file_raises_a_rules_error_naming_the_rule_and_key(
     with pytest.raises(RulesError) as caught:
         load_rules(SAMPLES / "rules" / name)
     assert expected in caught.value.message
+
+
+def test_a_dead_queue_runner_thread_is_a_warning_not_a_failure(rules: list[Rule]) -> None:
+    """A real cluster excerpt with one killed queue-runner thread: WARN, and the verdict stays PASS."""
+    verdicts = check_logs("cluster", trainer_log("queue_runner_died.log", "cluster"), rules,
+                          run_context("cluster", 381), BOTH)
+    assert {"no_python_traceback"} == failed(verdicts)
+    (warned,) = [v for v in verdicts if not v.passed]
+    assert "warning" == warned.severity
+    assert "Traceback (most recent call last):" in warned.evidence[0].text
+    summary = summarize(verdicts)
+    assert (True, [], ["no_python_traceback"]) == (summary.passed, summary.failed, summary.warned)
+    assert any(line.startswith("WARN no_python_traceback [cluster]") for line in summary.lines)
+    assert "PASS" == summary.lines[-1]
+
+
+def test_a_severity_other_than_error_or_warning_is_refused(tmp_path: Path) -> None:
+    """severity: fatal is not in the vocabulary: RulesError naming the rule and the key."""
+    text = (RULES.read_text().replace("    severity: warning\n", "    severity: fatal\n", 1))
+    bad = tmp_path / "rules.yaml"
+    bad.write_text(text)
+    with pytest.raises(RulesError, match="no_python_traceback.*severity"):
+        load_rules(bad)
