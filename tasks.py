@@ -120,17 +120,17 @@ def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, 
         raise Exit(code=1)
 
 
-@task(help={"run": "run id, folder, or 'latest'"})
-def compare_logs(c, run="latest"):
+@task(positional=["run"], help={"run": "run id, folder, or 'latest' (the default)"})
+def compare_logs(c, run=None):
     """Check a finished run's logs against expected_logs/: every failure with file, line, rule."""
-    if not _guard(views.compare_logs, _out, _settings(c), run):
+    if not _guard(views.compare_logs, _out, _settings(c), run or "latest"):
         raise Exit(code=1)
 
 
-@task(help={"run": "run id, folder, or 'latest'"})
-def report(c, run="latest"):
+@task(positional=["run"], help={"run": "run id, folder, or 'latest' (the default)"})
+def report(c, run=None):
     """Re-render a run's report.md and plot from its results.json."""
-    _guard(views.report, _out, _settings(c), run)
+    _guard(views.report, _out, _settings(c), run or "latest")
 
 
 @task(help={"repetitions": "standalone + cluster pairs to run (alternating order)",

@@ -35,7 +35,9 @@ def new_run_dir(runs_root: Path, run_id: str | None = None, now: datetime | None
 def find_run(runs_root: Path, name: str) -> Path:
     """A finished run by id, path, or 'latest'."""
     if name == "latest":
-        runs = sorted((p for p in runs_root.glob("*") if p.is_dir()), key=lambda p: p.stat().st_mtime)
+        # Reproductions only: a benchmark's folder (no run.json) is not a run to judge or report.
+        runs = sorted((p for p in runs_root.glob("*") if (p / "run.json").is_file()),
+                      key=lambda p: p.stat().st_mtime)
         if not runs:
             raise KitError(f"no runs under {runs_root}", "run `invoke reproduce` first")
         return runs[-1]

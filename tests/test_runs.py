@@ -56,6 +56,7 @@ def _runs(tmp_path: Path, *names: str) -> list[Path]:
     for age, name in enumerate(reversed(names)):
         path = tmp_path / name
         path.mkdir()
+        (path / "run.json").write_text("{}")  # what makes a folder a reproduction's
         stamp = 1_800_000_000 - 60 * age  # the last name given is the newest
         os.utime(path, (stamp, stamp))
         paths.append(path)
@@ -87,3 +88,10 @@ def test_an_unknown_run_is_refused_naming_where_it_looked(tmp_path: Path):
     _runs(tmp_path, "r1")
     with pytest.raises(KitError, match=f"no run folder 'r2' \\(looked in {tmp_path}\\)"):
         find_run(tmp_path, "r2")
+
+
+def test_latest_skips_folders_that_are_not_reproductions(tmp_path: Path):
+    """A benchmark's folder (no run.json), even a newer one, is not what 'latest' means."""
+    (run,) = _runs(tmp_path, "r1")
+    (tmp_path / "bench-folder").mkdir()
+    assert run == find_run(tmp_path, "latest")
