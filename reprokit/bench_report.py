@@ -97,6 +97,8 @@ def plot_sweep(r: dict[str, Any], path: Path) -> Path:
     ns = [p["workers"] for p in r["points"]]
     top = max(ns + [2])
     ax.plot([1, top], [1, top], "k--", linewidth=1, label="ideal (N x standalone)")
+    ax.axhline(r["cpus"], color="grey", linestyle=":", linewidth=1,
+               label=f"limit of this machine's {r['cpus']} CPUs")
     ax.plot(ns, [p["speedup"] or 0 for p in r["points"]], "o-", color="tab:orange", label="this machine")
     ax.plot([1, 2], [1.0, ARTICLE_SPEEDUP], "s", color="tab:blue", label="article (98 -> 170 ex/s)")
     if any(p["oversubscribed"] for p in r["points"]):
