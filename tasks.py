@@ -152,7 +152,7 @@ def sweep(c, workers="1,2,4", steps=61, tuning="default", source=None):
            source=source or s.data_source)
 
 
-@task(help={"force": "debootstrap again even if the tag exists"})
+@task(aliases=["base-image"], help={"force": "debootstrap again even if the tag exists"})
 def build_base_image(c, force=False):
     """Offline image, step 1: a debootstrap'ed Debian bookworm as reprokit/debian-base:bookworm.
 
