@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from . import PACKAGE_PARENT
 from .roles import RoleSpec
 
-PACKAGE_PARENT = str(Path(__file__).resolve().parents[1])
 
 
 def probe_role(role: RoleSpec, out: str, *, trace_step: int = -1, input_free: bool = False,

@@ -16,7 +16,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from .bench_roles import PACKAGE_PARENT
+from . import PACKAGE_PARENT
 from .errors import CommandError
 
 LESSON = __doc__.split("\n\n", 1)[1].strip()

@@ -211,11 +211,7 @@ def bench(out: Out, s: Settings, *, repetitions: int, steps: int, tuning: str, s
         f"tuning '{chosen.name}': {chosen.why}")
     results = run_bench(s, LocalBackend("auto", probe_timeout_s=s.probe_timeout_s), chosen,
                         repetitions=repetitions, steps=steps, echo=out, data_source=source)
-    for line in bench_lines(results):
-        out(line)
-    folder = Path(results["folder"])
-    out(f"wrote {folder / 'bench.json'} and {plot_bench(results, folder / 'bench.png')}")
-    return results
+    return _show(out, results, bench_lines(results), "bench", plot_bench)
 
 
 def sweep(out: Out, s: Settings, *, workers: str, steps: int, tuning: str, source: str) -> dict:
@@ -228,8 +224,13 @@ def sweep(out: Out, s: Settings, *, workers: str, steps: int, tuning: str, sourc
         raise KitError(f"--workers {workers!r}: give worker counts like 1,2,4")
     results = run_sweep(s, LocalBackend("auto", probe_timeout_s=s.probe_timeout_s), profile(tuning),
                         worker_counts=counts, steps=steps, echo=out, data_source=source)
-    for line in sweep_lines(results):
+    return _show(out, results, sweep_lines(results), "sweep", plot_sweep)
+
+
+def _show(out: Out, results: dict, lines: list[str], name: str, plot: Callable[[dict, Path], Path]) -> dict:
+    """A benchmark's table, then its plot beside the JSON it was read from."""
+    for line in lines:
         out(line)
     folder = Path(results["folder"])
-    out(f"wrote {folder / 'sweep.json'} and {plot_sweep(results, folder / 'sweep.png')}")
+    out(f"wrote {folder / (name + '.json')} and {plot(results, folder / (name + '.png'))}")
     return results

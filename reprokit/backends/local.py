@@ -18,14 +18,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import netns
+from .. import PACKAGE_PARENT, netns
 from ..cluster import Cluster, local_cluster, require_free_ports
 from ..errors import ClusterError
 from ..logs import parse_line
 from ..roles import RoleSpec
 from ..supervisor import Outcome, Plan, log_path
 
-PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
 Progress = Callable[[str, int, float], None]  # role, step, examples/sec
 
 
