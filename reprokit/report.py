@@ -57,6 +57,8 @@ def markdown(results: dict[str, Any], plot_name: str | None) -> str:
         ("CPU layout", f"{layout['name']}: " + ", ".join(f"{r}={c}" for r, c in sorted(layout["cpus"].items()))),
         ("kit settings", f"{results['tuning']['name']}: {results['tuning']['why']}" if results.get("tuning") else "n/a"),
         *[(k, v) for k, v in backend.items() if v],
+        ("interfaces the cluster saw", ", ".join(
+            ((results["modes"].get("cluster") or {}).get("outcome") or {}).get("interfaces") or []) or "n/a"),
         ("data", f"{data.get('source', 'n/a')}" + (" (generated)" if data.get("synthetic") else "")),
         ("TensorFlow", m["tensorflow"]), ("Python", m["python"]),
         ("CPU", f"{m['cpu_model']} ({m['cpus_usable']} usable of {m['cpu_count']})"),

@@ -57,6 +57,7 @@ class Outcome:
     pids: dict[str, int] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # seconds since the supervisor started
     cpu_seconds: dict[str, float] = field(default_factory=dict)  # per role, last sample before exit
+    interfaces: list[str] = field(default_factory=list)  # the network the roles saw: ['lo'] when isolated
 
 
 def log_path(run_dir: str | Path, role: str) -> Path:
@@ -222,6 +223,9 @@ def main(plan_path: str) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: supervisor.stop.set())
     outcome = supervisor.run()
+    from .netns import interfaces
+
+    outcome.interfaces = interfaces()
     out = Path(plan.run_dir) / f"{plan.main}.outcome.json"
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(outcome), indent=1))

@@ -143,6 +143,7 @@ def test_isolated_servers_listen_in_a_network_namespace_of_their_own(tmp_path: P
     assert log_has(tmp_path / "client.log", "reached")
     theirs = (tmp_path / "ps.log").read_text().split("netns ", 1)[1].split()[0]
     assert os.readlink("/proc/self/ns/net") != theirs
+    assert ["lo"] == outcome.interfaces  # the evidence the report shows: nothing but loopback
 
 
 def test_sigterm_to_the_caller_of_run_plan_stops_every_role(tmp_path: Path):
