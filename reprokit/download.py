@@ -22,6 +22,7 @@ from . import __version__
 from .cifar_format import (
     BATCHES_FOLDER, DATA_FILES, META_FILE, README_FILE, staged_folder, verify_batches,
 )
+from .digests import file_digest
 from .errors import DataError
 
 Progress = Callable[[int, int], None]
@@ -106,11 +107,7 @@ def verify_archive(
     size = path.stat().st_size
     if size != expected_size:  # cheap, and the usual failure: a cut-short download
         _compare(str(path), size, "", expected_size, expected_md5, ARCHIVE_HINT)
-    digest = hashlib.md5(usedforsecurity=False)
-    with open(path, "rb") as stream:
-        for chunk in iter(lambda: stream.read(_CHUNK), b""):
-            digest.update(chunk)
-    _compare(str(path), size, digest.hexdigest(), expected_size, expected_md5, ARCHIVE_HINT)
+    _compare(str(path), size, file_digest(path, "md5"), expected_size, expected_md5, ARCHIVE_HINT)
 
 
 def extract_archive(archive: Path, data_dir: Path) -> Path:

@@ -8,7 +8,6 @@ docker/Dockerfile then installs the wheels only into a base that lacks TensorFlo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -21,6 +20,7 @@ import docker
 import docker.errors
 
 from . import commands
+from .digests import file_digest
 from .engine import connect
 from .errors import DockerError
 from .image import (
@@ -80,14 +80,6 @@ class WheelSet:
     downloaded: bool
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def read_wheel_manifest(dest: Path, requirement: str, python: str) -> dict[str, int] | None:
     """Each wheel's size, if the manifest is for this requirement and all its wheels are intact."""
     try:
@@ -101,7 +93,7 @@ def read_wheel_manifest(dest: Path, requirement: str, python: str) -> dict[str, 
         path = dest / name
         if not path.is_file() or path.stat().st_size != facts.get("size"):
             return None
-        if _sha256(path) != facts.get("sha256"):
+        if file_digest(path) != facts.get("sha256"):
             return None
         sizes[name] = path.stat().st_size
     return sizes or None
@@ -138,7 +130,7 @@ def download_wheels(
         for old in dest.glob("*.whl"):
             old.unlink()
         for wheel in sorted(staging.glob("*.whl")):
-            wheels[wheel.name] = {"size": wheel.stat().st_size, "sha256": _sha256(wheel)}
+            wheels[wheel.name] = {"size": wheel.stat().st_size, "sha256": file_digest(wheel)}
             wheel.replace(dest / wheel.name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from .digests import file_digest
 from .errors import UpstreamDriftError
 
 CHECKSUM_FILE = "SHA256SUMS"
@@ -25,11 +25,7 @@ class FileCheck:
 
 
 def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return file_digest(path, "sha256")
 
 
 def read_checksums(upstream_dir: Path) -> dict[str, str]:
