@@ -52,6 +52,15 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 
 # invoke verify
 
+
+def _edit_line_50(kit, record_sums) -> None:
+    """Change a context line both patches rely on (line 50), then re-record the sums as a reviewer would."""
+    path = kit / "upstream" / TRAINER
+    lines = read_lines(path)
+    lines[49] = "                           # edited"
+    path.write_text("\n".join(lines) + "\n")
+    record_sums(kit / "upstream")
+
 def test_verify_passes_on_a_fresh_copy_of_the_kit(kit):
     """`invoke verify` exits 0, prints ten ok lines and ends in PASS."""
     result = invoke(kit, "verify")
@@ -75,11 +84,7 @@ def test_verify_fails_with_a_fail_line_naming_a_drifted_upstream_file(kit):
 
 def test_verify_fails_naming_hunk_and_line_when_a_context_line_changed(kit, record_sums):
     """An edited (and re-recorded) line 50: both strict FAIL lines name their hunk 1 and line 50."""
-    path = kit / "upstream" / TRAINER
-    lines = read_lines(path)
-    lines[49] = "                           # edited"
-    path.write_text("\n".join(lines) + "\n")
-    record_sums(kit / "upstream")
+    _edit_line_50(kit, record_sums)
     result = invoke(kit, "verify")
     assert 1 == result.returncode
     standalone, cluster = [l for l in result.stdout.splitlines() if re.match(r"FAIL\s+strict ", l)]
@@ -190,11 +195,7 @@ def test_apply_patches_refuses_a_drifted_upstream_naming_the_file(kit):
 
 def test_apply_patches_refuses_a_context_line_that_no_longer_matches(kit, record_sums):
     """An edited, re-recorded context line: exit 1 naming hunk, line, expected and found; no build folder."""
-    path = kit / "upstream" / TRAINER
-    lines = read_lines(path)
-    lines[49] = "                           # edited"
-    path.write_text("\n".join(lines) + "\n")
-    record_sums(kit / "upstream")
+    _edit_line_50(kit, record_sums)
     result = invoke(kit, "apply-patches")
     assert 1 == result.returncode
     assert "cifar10_standalone_train.patch: hunk 1 (@@ -48,7 @@) does not match " \
