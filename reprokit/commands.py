@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .errors import CommandError
+from reprokit.errors import CommandError
 
 Echo = Callable[[str], None]
 

@@ -14,16 +14,18 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from . import data as datalib
-from . import report, results as resultslib, workspace
-from .cluster import Cluster, make_layout
-from .errors import ClusterError, KitError
-from .judge import RUN_FILE, Judgement, judge_run
-from .roles import RoleSpec, TrainingArgs, cluster_roles, standalone_role
-from .runs import new_run_dir
-from .settings import Settings
-from .supervisor import Outcome, still_running
-from .tuning import PROFILES, Tuning
+from reprokit.data import prepare as datalib
+from reprokit.report import markdown as report
+from reprokit.report import results as resultslib
+from reprokit.sources import workspace
+from reprokit.run.cluster import Cluster, make_layout
+from reprokit.errors import ClusterError, KitError
+from reprokit.judge.verdict import RUN_FILE, Judgement, judge_run
+from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles, standalone_role
+from reprokit.runs import new_run_dir
+from reprokit.settings import Settings
+from reprokit.run.supervisor import Outcome, still_running
+from reprokit.run.tuning import PROFILES, Tuning
 
 Echo = Callable[[str], None]
 Progress = Callable[[str, int, float], None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
-from .errors import KitError, RunFolderExistsError
+from reprokit.errors import KitError, RunFolderExistsError
 
 
 def new_run_dir(runs_root: Path, run_id: str | None = None, now: datetime | None = None) -> Path:

@@ -29,7 +29,7 @@ class Settings:
 
     @property
     def role_server(self) -> Path:
-        return Path(__file__).with_name("role_server.py")
+        return Path(__file__).parent / "run" / "role_server.py"
 
     @property
     def article_logs(self) -> Path:

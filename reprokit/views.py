@@ -12,20 +12,21 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from . import cluster as clusterlib
-from . import patches as patchlib
-from . import report as reportlib
-from . import teaching, workspace
-from .backends.local import LocalBackend
-from .data import prepare_data
-from .errors import ClusterError, KitError
-from .experiment import Options, reproduce as run_reproduction
-from .judge import judge_run
-from .roles import TrainingArgs, client_role, server_role
-from .runs import find_run, new_run_dir
-from .settings import Settings
-from .upstream import read_lines
-from .verify import run_checks
+from reprokit.run import cluster as clusterlib
+from reprokit.sources import patches as patchlib
+from reprokit.report import markdown as reportlib
+from reprokit.sources import teaching
+from reprokit.sources import workspace
+from reprokit.run.local import LocalBackend
+from reprokit.data.prepare import prepare_data
+from reprokit.errors import ClusterError, KitError
+from reprokit.experiment import Options, reproduce as run_reproduction
+from reprokit.judge.verdict import judge_run
+from reprokit.run.roles import TrainingArgs, client_role, server_role
+from reprokit.runs import find_run, new_run_dir
+from reprokit.settings import Settings
+from reprokit.sources.upstream import read_lines
+from reprokit.sources.verify import run_checks
 
 Out = Callable[[str], None]
 
@@ -75,7 +76,7 @@ def explain_patches(out: Out, s: Settings, *, normal: bool, placement: bool = Fa
             out(teaching.explain(patch, before, after))
         out("")
     if placement:
-        from .placement import lesson_lines, variable_devices
+        from reprokit.bench.placement import lesson_lines, variable_devices
 
         devices = variable_devices(workspace.apply_all(s.upstream_dir, s.patches_dir, s.sources_dir).out_dir.resolve())
         for line in lesson_lines(devices):
@@ -107,7 +108,7 @@ def make_backend(s: Settings, name: str, isolation: str):
     if name == "local":
         return LocalBackend(isolation, probe_timeout_s=s.probe_timeout_s)
     if name == "docker":
-        from .backends.docker import DockerBackend
+        from reprokit.run.containers.backend import DockerBackend
 
         return DockerBackend(s)
     raise KitError(f"unknown backend {name!r}", "choose local or docker")
@@ -132,7 +133,7 @@ def _finish(out: Out, result) -> bool:
 def reproduce(out: Out, s: Settings, *, steps: int, workers: int, layout: str, cpus: str, source: str,
               backend: str, isolation: str, run_id: str | None,
               modes: tuple[str, ...] = ("standalone", "cluster"), tuning: str = "default") -> bool:
-    from .tuning import profile
+    from reprokit.run.tuning import profile
 
     options = Options(steps, workers, layout, source, s.synthetic_records,
                       clusterlib.parse_cpu_overrides(cpus), run_id, modes, profile(tuning))
@@ -202,9 +203,9 @@ def client(out: Out, s: Settings, cluster_file: str | None, ps: str | None, work
 
 
 def bench(out: Out, s: Settings, *, repetitions: int, steps: int, tuning: str, source: str) -> dict:
-    from .bench import run_bench
-    from .bench_report import bench_lines, plot_bench
-    from .tuning import profile
+    from reprokit.bench.measure import run_bench
+    from reprokit.bench.tables import bench_lines, plot_bench
+    from reprokit.run.tuning import profile
 
     chosen = profile(tuning)
     out(f"bench: {repetitions} repetitions of standalone (1 CPU) and cluster (spread), {steps} steps each; "
@@ -215,9 +216,9 @@ def bench(out: Out, s: Settings, *, repetitions: int, steps: int, tuning: str, s
 
 
 def sweep(out: Out, s: Settings, *, workers: str, steps: int, tuning: str, source: str) -> dict:
-    from .bench import run_sweep
-    from .bench_report import plot_sweep, sweep_lines
-    from .tuning import profile
+    from reprokit.bench.measure import run_sweep
+    from reprokit.bench.tables import plot_sweep, sweep_lines
+    from reprokit.run.tuning import profile
 
     counts = [int(w) for w in workers.split(",") if w.strip()]
     if not counts or min(counts) < 1:

@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprokit.backends.local import LocalBackend
-from reprokit.cluster import make_layout
-from reprokit.data import prepare_data
-from reprokit.roles import RoleSpec, TrainingArgs, cluster_roles
+from reprokit.run.local import LocalBackend
+from reprokit.run.cluster import make_layout
+from reprokit.data.prepare import prepare_data
+from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles
 from reprokit.settings import Settings, from_mapping
-from reprokit.workspace import apply_all
+from reprokit.sources.workspace import apply_all
 
 REPO = Path(__file__).resolve().parents[1]
 RULES = REPO / "expected_logs" / "rules.yaml"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.settings import Settings, from_mapping
-from reprokit.upstream import CHECKSUM_FILE, sha256_file
+from reprokit.sources.upstream import CHECKSUM_FILE, sha256_file
 
 ROOT = Path(__file__).resolve().parents[1]
 PATCH_SAMPLES = ROOT / "tests" / "samples" / "patches"

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reprokit.cifar_format import (
+from reprokit.data.cifar_format import (
     BATCHES_FOLDER, CLASS_NAMES, DATA_FILES, META_FILE, OFFICIAL_SHA256, RECORD_BYTES,
     BatchFile, decode_records, encode_records, staged_folder, verify_batches,
 )

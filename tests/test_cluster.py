@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.cluster import (ARTICLE_CLUSTER, Cluster, load_cluster, local_cluster, make_layout,
+from reprokit.run.cluster import (ARTICLE_CLUSTER, Cluster, load_cluster, local_cluster, make_layout,
                               parse_cpu_overrides, port_holder, require_free_ports)
 from reprokit.errors import KitError, PortBusyError
 

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.cifar_format import BATCHES_FOLDER, DATA_FILES, verify_batches
-from reprokit.download import CIFAR10, download_archive, extract_archive, verify_archive
+from reprokit.data.cifar_format import BATCHES_FOLDER, DATA_FILES, verify_batches
+from reprokit.data.download import CIFAR10, download_archive, extract_archive, verify_archive
 from reprokit.errors import DataError
-from reprokit.synthetic import write_synthetic
+from reprokit.data.synthetic import write_synthetic
 
 LOOPBACK = "127.0.0.1"  # the tests never listen on, or connect to, anything else
 

@@ -10,7 +10,7 @@ import docker.errors
 import pytest
 from docker_support import docker_client, no_leftover_containers  # noqa: F401 (fixtures)
 
-from reprokit.engine import RUN_LABEL, connect, diagnose, find_leftovers, remove_leftovers
+from reprokit.run.containers.engine import RUN_LABEL, connect, diagnose, find_leftovers, remove_leftovers
 from reprokit.errors import DockerError
 
 MISSING_SOCKET = (

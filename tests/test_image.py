@@ -21,10 +21,11 @@ from docker_support import (  # noqa: F401 (fixtures)
 )
 
 from reprokit.errors import DockerError
-from reprokit.image import (
+from reprokit.run.containers.image import (
     OFFLINE_BASE,
     REGISTRY_BASE,
     ROOT,
+    ROLE_SERVER,
     TF_REQUIREMENT,
     BuildLog,
     ImageInfo,
@@ -37,7 +38,7 @@ from reprokit.image import (
     read_inputs,
     require_image,
 )
-from reprokit.offline import BaseImage
+from reprokit.run.containers.offline import BaseImage
 
 INPUTS = ImageInputs(
     dockerfile=b"FROM x\n",
@@ -78,10 +79,10 @@ def test_bytes_moved_from_one_input_to_the_next_change_the_tag() -> None:
 def make_context(root: Path, dockerfile: str | None = None) -> Path:
     """A build context like the repository's: the real Dockerfile (or ``dockerfile``)."""
     (root / "docker").mkdir(parents=True)
-    (root / "reprokit").mkdir()
+    (root / ROLE_SERVER).parent.mkdir(parents=True)
     text = dockerfile if dockerfile is not None else (ROOT / "docker/Dockerfile").read_text()
     (root / "docker/Dockerfile").write_text(text)
-    shutil.copy(ROOT / "reprokit/role_server.py", root / "reprokit/role_server.py")
+    shutil.copy(ROOT / ROLE_SERVER, root / ROLE_SERVER)
     shutil.copy(ROOT / ".dockerignore", root / ".dockerignore")
     return root
 
@@ -101,20 +102,20 @@ def test_the_dockerfile_defaults_match_the_kit() -> None:
     text = (ROOT / "docker/Dockerfile").read_text()
     assert f"ARG BASE_IMAGE={REGISTRY_BASE}\n" in text
     assert 2 == text.count(f"ARG TF_REQUIREMENT={TF_REQUIREMENT}\n")
-    assert "COPY reprokit/role_server.py /opt/reprokit/role_server.py\n" in text
+    assert f"COPY {ROLE_SERVER} /opt/reprokit/role_server.py\n" in text
 
 
 def test_the_build_context_holds_only_what_the_image_needs(tmp_path: Path) -> None:
     """.dockerignore, as the SDK applies it, keeps docker/, the role server and the wheels."""
     root = make_context(tmp_path)
-    for name in ["reprokit/image.py", "wheels/a.whl", "wheels/.download/b.whl", "runs/1/ps.log"]:
+    for name in ["reprokit/run/containers/image.py", "wheels/a.whl", "wheels/.download/b.whl", "runs/1/ps.log"]:
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text("x")
     patterns = [line.strip() for line in (root / ".dockerignore").read_text().splitlines()]
     patterns = [p for p in patterns if p and not p.startswith("#")]
     sent = docker.utils.exclude_paths(str(root), patterns, "docker/Dockerfile")
     files = {path for path in sent if (root / path).is_file()} - {".dockerignore"}
-    assert {"docker/Dockerfile", "reprokit/role_server.py", "wheels/a.whl"} == files
+    assert {"docker/Dockerfile", ROLE_SERVER, "wheels/a.whl"} == files
 
 
 FAILED_RUN = "The command '/bin/sh -c echo about to fail && exit 3' returned a non-zero code: 3"
@@ -201,7 +202,7 @@ def test_a_base_that_has_tensorflow_needs_no_wheels(
 ) -> None:
     """The registry path, played by the offline image: no wheels/ in the context, no pip."""
     root = make_context(tmp_path)
-    with (root / "reprokit/role_server.py").open("a") as role_server:
+    with (root / ROLE_SERVER).open("a") as role_server:
         role_server.write(f"# {uuid.uuid4()}: a tag of its own, untouched by concurrent runs\n")
     derived = build_image(offline_image.tag, root=root, client=docker_client)
     try:

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import netns
-from reprokit.backends.local import Isolation, LocalBackend, choose_isolation, run_plan
+from reprokit.run import netns
+from reprokit.run.local import Isolation, LocalBackend, choose_isolation, run_plan
 from reprokit.errors import ClusterError, PortBusyError
-from reprokit.roles import RoleSpec
-from reprokit.supervisor import Outcome, Plan, still_running
+from reprokit.run.roles import RoleSpec
+from reprokit.run.supervisor import Outcome, Plan, still_running
 
 from cluster_support import (FILLING_QUEUE, REPO, KillWhen, KitInputs, alive, free_port, kit_inputs,  # noqa: F401
                              log_has, no_leftover_processes, pids_running, processes_mentioning,
@@ -33,8 +33,8 @@ needs_netns = pytest.mark.skipif(not ISOLATION, reason=f"no private network name
 STEP_LINE = "2026-12-02 15:37:16.462662: step {}, loss = 4.67 ({}.5 examples/sec; 0.170 sec/batch)"
 # The run_plan caller as a program of its own, so that it can be signalled like `invoke reproduce`.
 CALLER = ("import sys; from pathlib import Path\n"
-          "from reprokit.backends.local import Isolation, run_plan\n"
-          "from reprokit.supervisor import Plan\n"
+          "from reprokit.run.local import Isolation, run_plan\n"
+          "from reprokit.run.supervisor import Plan\n"
           "run_plan(Plan.from_json(Path(sys.argv[1]).read_text()), isolation=Isolation(False))")
 LISTENER = ("import os, socket, sys, time\n"
             "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
@@ -165,7 +165,7 @@ def test_sigkill_to_the_caller_of_run_plan_leaves_no_role_behind(tmp_path: Path)
     caller = _caller(tmp_path, roles)
     wait_for(lambda: log_has(tmp_path / "client.log", "training"), 60, "the client never started")
     pids = pids_running(roles[0].argv) + pids_running(roles[1].argv)
-    supervisor = [p.pid for p in processes_mentioning(str(tmp_path)) if p.argv[1:3] == ["-m", "reprokit.supervisor"]]
+    supervisor = [p.pid for p in processes_mentioning(str(tmp_path)) if p.argv[1:3] == ["-m", "reprokit.run.supervisor"]]
     assert (2, 1) == (len(pids), len(supervisor))
     caller.kill()
     caller.communicate()

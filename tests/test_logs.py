@@ -1,4 +1,4 @@
-"""reprokit.logs: each line of a real log file becomes one record, with its step fields."""
+"""reprokit.judge.logs: each line of a real log file becomes one record, with its step fields."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.logs import LogError, StepFields, parse_line, parse_log, step_fields
+from reprokit.judge.logs import LogError, StepFields, parse_line, parse_log, step_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTICLE = ROOT / "expected_logs" / "article"

@@ -12,7 +12,7 @@ import pytest
 from docker_support import docker_client, no_leftover_containers, offline_base  # noqa: F401
 
 from reprokit.errors import DockerError
-from reprokit.offline import (
+from reprokit.run.containers.offline import (
     BASE_PACKAGES,
     BaseImage,
     build_base_image,

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import patches as patchlib
+from reprokit.sources import patches as patchlib
 from reprokit.errors import PatchError
-from reprokit.upstream import read_lines
+from reprokit.sources.upstream import read_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM = ROOT / "upstream"

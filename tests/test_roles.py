@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from reprokit.cluster import Cluster, local_cluster, make_layout, parse_cpu_overrides
+from reprokit.run.cluster import Cluster, local_cluster, make_layout, parse_cpu_overrides
 from reprokit.errors import KitError
-from reprokit.roles import (RoleSpec, TrainingArgs, client_role, cluster_roles, hostname, server_role,
+from reprokit.run.roles import (RoleSpec, TrainingArgs, client_role, cluster_roles, hostname, server_role,
                             standalone_role)
 
 PY, SERVER, SOURCES = "/usr/bin/python3", "/kit/role_server.py", "/build/patched"
@@ -166,14 +166,14 @@ def test_a_client_hosting_the_ps_serves_the_ps_task_then_runs_the_trainer():
 
 def test_a_probe_of_a_client_hosting_the_ps_starts_the_same_server_in_process():
     """The benchmark's probe keeps the cluster, the threads, the trainer and its flags."""
-    from reprokit.bench_roles import probe_role
+    from reprokit.bench.roles import probe_role
 
     cpus = make_layout("spread", 2, cpus=[0, 1]).cpus
     client = cluster_roles(CLUSTER, TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER,
                            threads=(1, 4), client_hosts_ps=True)[-1]
     probe = probe_role(client, "/runs/probe.json", trace_step=25)
     argv = probe.argv
-    assert [PY, "-m", "reprokit.probe", "--sources", SOURCES, "--trainer", "cifar10_cluster_train"] == argv[:7]
+    assert [PY, "-m", "reprokit.bench.probe", "--sources", SOURCES, "--trainer", "cifar10_cluster_train"] == argv[:7]
     assert SPEC_JSON == argv[argv.index("--serve-ps") + 1]
     assert "1,4" == argv[argv.index("--ps-threads") + 1]
     assert TRAINING.flags() + ["--num_workers=2"] == argv[argv.index("--") + 1:]

@@ -1,4 +1,4 @@
-"""reprokit.rules and expected_logs/rules.yaml: every rule passes a good log and fails a bad one."""
+"""reprokit.judge.rules and expected_logs/rules.yaml: every rule passes a good log and fails a bad one."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.logs import LogRecord, parse_log
-from reprokit.checks import check_logs, summarize
-from reprokit.rules import (
+from reprokit.judge.logs import LogRecord, parse_log
+from reprokit.judge.checks import check_logs, summarize
+from reprokit.judge.rules import (
     Evidence,
     Rule,
     RulesError,

@@ -1,4 +1,4 @@
-"""reprokit.speed: median rates after warm-up, the speed-up, and the article's own figures."""
+"""reprokit.judge.speed: median rates after warm-up, the speed-up, and the article's own figures."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import speed
-from reprokit.logs import StepFields, parse_log, step_fields
+from reprokit.judge import speed
+from reprokit.judge.logs import StepFields, parse_log, step_fields
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTICLE = ROOT / "expected_logs" / "article"

@@ -19,10 +19,10 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import supervisor as supervisorlib
+from reprokit.run import supervisor as supervisorlib
 from reprokit.errors import ClusterError
-from reprokit.roles import RoleSpec
-from reprokit.supervisor import Outcome, Plan, Supervisor, log_path, still_running
+from reprokit.run.roles import RoleSpec
+from reprokit.run.supervisor import Outcome, Plan, Supervisor, log_path, still_running
 
 from cluster_support import REPO, alive, free_port, log_has, no_leftover_processes, pids_running, wait_for  # noqa: F401
 
@@ -201,12 +201,12 @@ def test_still_running_lists_only_live_pids(tmp_path: Path):
 def _supervisor_process(tmp_path: Path, the_plan: Plan) -> subprocess.Popen:
     plan_path = tmp_path / "client.plan.json"
     plan_path.write_text(the_plan.to_json())
-    return subprocess.Popen([PY, "-m", "reprokit.supervisor", str(plan_path)], cwd=REPO,
+    return subprocess.Popen([PY, "-m", "reprokit.run.supervisor", str(plan_path)], cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def test_the_supervisor_program_writes_the_outcome_as_json(tmp_path: Path):
-    """`python -m reprokit.supervisor PLAN` writes <main>.outcome.json and exits 0 when ok, 1 when not."""
+    """`python -m reprokit.run.supervisor PLAN` writes <main>.outcome.json and exits 0 when ok, 1 when not."""
     good = _supervisor_process(tmp_path, plan(tmp_path, [listener("ps"), program("client", "pass")]))
     assert 0 == good.wait(timeout=60)
     outcome = Outcome(**json.loads((tmp_path / "client.outcome.json").read_text()))

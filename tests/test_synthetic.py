@@ -7,13 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reprokit import cifar_format, synthetic
-from reprokit.cifar_format import (
+from reprokit.data import cifar_format
+from reprokit.data import synthetic
+from reprokit.data.cifar_format import (
     BATCHES_FOLDER, CLASS_NAMES, DATA_FILES, META_FILE, RECORD_BYTES, decode_records,
     verify_batches,
 )
 from reprokit.errors import DataError
-from reprokit.synthetic import (
+from reprokit.data.synthetic import (
     MARKER_FILE, NOTE_FILE, SyntheticParams, read_marker, write_synthetic,
 )
 

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import teaching, workspace
-from reprokit.upstream import read_lines
+from reprokit.sources import teaching
+from reprokit.sources import workspace
+from reprokit.sources.upstream import read_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 TRAINER = "cifar10_multi_gpu_train.py"

@@ -1,11 +1,11 @@
-"""Where one step's time goes, read from real traces captured by reprokit.probe."""
+"""Where one step's time goes, read from real traces captured by reprokit.bench.probe."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from reprokit.timeline import _union_us, breakdown, device_time
+from reprokit.bench.timeline import _union_us, breakdown, device_time
 
 SAMPLES = Path(__file__).parent / "samples" / "traces"
 

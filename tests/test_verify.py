@@ -6,9 +6,10 @@ import shutil
 
 import pytest
 
-from reprokit import views, workspace
-from reprokit.upstream import read_lines
-from reprokit.verify import Check, run_checks
+from reprokit import views
+from reprokit.sources import workspace
+from reprokit.sources.upstream import read_lines
+from reprokit.sources.verify import Check, run_checks
 
 TRAINER = "cifar10_multi_gpu_train.py"
 CHECK_NAMES = [

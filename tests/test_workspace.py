@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reprokit import workspace
+from reprokit.sources import workspace
 from reprokit.errors import KitError, PatchError, UpstreamDriftError
-from reprokit.upstream import read_lines
+from reprokit.sources.upstream import read_lines
 
 TRAINER = "cifar10_multi_gpu_train.py"
 ALL_FILES = ["cifar10.py", "cifar10_cluster_train.py", "cifar10_input.py", TRAINER,

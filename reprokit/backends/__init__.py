@@ -1,1 +1,0 @@
-"""Where the roles run: `local` (processes on this machine) or `docker` (containers)."""

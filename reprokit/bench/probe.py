@@ -1,0 +1,138 @@
+"""Run a patched trainer with instruments attached, unchanged otherwise.
+
+    python -m reprokit.bench.probe --sources build/patched --trainer cifar10_cluster_train \
+        --out probe.json [--trace-step 20] [--input-free] [--variables-on-ps] -- <trainer flags>
+
+It imports the trainer as a module and changes nothing in its files:
+- `--trace-step N` runs training step N with a full trace (RunMetadata step stats) and writes
+  each device's op times to the JSON, for the "where the time goes" breakdown;
+- `--input-free` replaces `cifar10.distorted_inputs()` with an in-memory batch: the same graph
+  without the input pipeline, the bound one core reaches with no input work at all;
+- `--variables-on-ps` puts the model variables on the ps, for the placement lesson's comparison;
+- `--placement-only` builds the graph, writes where its variables are placed, and stops before
+  the session is made: no server and no data reading are needed.
+The devices of the model variables, as the graph requests them, are written in every case.
+Like role_server.py it needs only the standard library, numpy and TensorFlow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, flags = argv[:cut], argv[cut + 1:]
+    else:
+        flags = []
+    parser = argparse.ArgumentParser(description="run a patched trainer with instruments")
+    parser.add_argument("--sources", required=True)
+    parser.add_argument("--trainer", required=True, help="module name, e.g. cifar10_cluster_train")
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--trace-step", type=int, default=-1)
+    parser.add_argument("--input-free", action="store_true")
+    parser.add_argument("--variables-on-ps", action="store_true")
+    parser.add_argument("--placement-only", action="store_true")
+    parser.add_argument("--serve-ps", metavar="CLUSTER_JSON",
+                        help="first start the ps server of this cluster in-process (client hosts the ps)")
+    parser.add_argument("--ps-threads", default="0,0", help="intra,inter-op threads of that server")
+    return parser.parse_args(argv), flags
+
+
+def _step_stats(metadata, wall_s: float) -> dict:
+    devices = {}
+    for dev in metadata.step_stats.dev_stats:
+        ops = []
+        for node in dev.node_stats:
+            ops.append({"name": node.node_name, "label": node.timeline_label,
+                        "start_us": node.all_start_micros, "us": node.op_end_rel_micros})
+        devices[dev.device] = ops
+    return {"wall_s": wall_s, "devices": devices}
+
+
+def main(argv: list[str]) -> None:
+    args, flags = parse_args(argv)
+    if args.serve_ps:
+        import tensorflow as tf2
+
+        intra, inter = (int(n) for n in args.ps_threads.split(","))
+        config = tf2.compat.v1.ConfigProto(intra_op_parallelism_threads=intra, inter_op_parallelism_threads=inter)
+        server = tf2.distribute.Server(tf2.train.ClusterSpec(json.loads(args.serve_ps)), job_name="ps",
+                                       task_index=0, config=config, start=True)
+        print(f"probe: serving /job:ps/task:0 in-process (target {server.target})", flush=True)
+    sys.path.insert(0, str(Path(args.sources).resolve()))
+    sys.argv = [f"{args.trainer}.py", *flags]
+    trainer = importlib.import_module(args.trainer)
+    import cifar10
+    import numpy as np
+    import tensorflow.compat.v1 as tf
+
+    report: dict = {"trainer": args.trainer, "input_free": args.input_free,
+                    "variables_on_ps": args.variables_on_ps}
+    out = Path(args.out)
+
+    if args.input_free:
+        def in_memory_inputs():
+            rng = np.random.default_rng(0)
+            batch = tf.app.flags.FLAGS.batch_size
+            with tf.device("/cpu:0"):
+                images = tf.constant(rng.standard_normal((batch, 24, 24, 3), dtype=np.float32))
+                labels = tf.constant(rng.integers(0, 10, batch, dtype=np.int32))
+            return images, labels
+        cifar10.distorted_inputs = in_memory_inputs
+
+    if args.variables_on_ps:
+        original_variable = cifar10._variable_on_cpu
+
+        def variable_on_ps(name, shape, initializer):
+            with tf.device("/job:ps/task:0/cpu:0"):
+                return original_variable(name, shape, initializer)
+        cifar10._variable_on_cpu = variable_on_ps
+
+    if args.placement_only:
+        def stop_before_session(self, *_, **__):
+            graph = tf.get_default_graph()
+            report["variables"] = {v.op.name: v.device for v in graph.get_collection("trainable_variables")}
+            out.write_text(json.dumps(report, indent=1))
+            sys.stdout.flush()
+            os._exit(0)  # the graph is all we wanted; nothing to tear down
+        tf.Session.__init__ = stop_before_session
+
+    original_run = tf.Session.run
+    train_calls = [0]
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        # Only the training loop's own `sess.run([train_op, loss])`, not the queue threads'.
+        is_step = threading.current_thread() is threading.main_thread() and isinstance(fetches, list) \
+            and len(fetches) == 2
+        if not is_step:
+            return original_run(self, fetches, feed_dict, options, run_metadata)
+        step = train_calls[0]
+        train_calls[0] += 1
+        if step == 0:
+            report["variables"] = {v.op.name: v.device for v in self.graph.get_collection("trainable_variables")}
+            out.write_text(json.dumps(report, indent=1))
+        if step != args.trace_step:
+            return original_run(self, fetches, feed_dict, options, run_metadata)
+        metadata = tf.RunMetadata()
+        trace = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        started = time.time()
+        result = original_run(self, fetches, feed_dict, trace, metadata)
+        report["trace"] = {"step": step, **_step_stats(metadata, time.time() - started)}
+        out.write_text(json.dumps(report))
+        return result
+
+    tf.Session.run = run
+    tf.app.run(trainer.main)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,295 @@
+"""Expected logs as rules: the vocabulary of ``expected_logs/rules.yaml`` and its loader.
+
+The vocabulary is documented at the top of the YAML file. Rules are data: patterns are regular
+expressions, numbers are numbers, and a name such as ``towers`` is looked up in the context the
+caller passes; nothing is evaluated. Every rule checked yields one :class:`Verdict`, passing or
+not, and every failure carries its evidence (file, line number, text). :func:`summarize` folds
+the verdicts into lines that end in one ``PASS`` or ``FAIL`` line.
+
+Checking lives in :mod:`reprokit.judge.checks`; this module is the vocabulary and its loader.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, NoReturn, Union
+
+import yaml
+
+from reprokit.errors import KitError
+from reprokit.judge.logs import LOG_EVERY
+
+MODES = ("standalone", "cluster")
+SCOPES = ("format", "run")
+FIELDS = ("step", "loss", "examples_per_sec", "sec_per_batch")
+RECORD_KINDS = ("step", "filling_queue", "other")
+
+# A number written in the rules, or the name of a context variable such as ``towers``.
+Value = Union[int, str]
+
+
+class RulesError(KitError):
+    """The rules file is malformed, or a rule needs a context variable the caller did not pass."""
+
+
+@dataclass(frozen=True)
+class PatternCheck:
+    """Lines matching ``regex`` (among records of ``kind``, if given) number ``relation value``."""
+
+    regex: re.Pattern[str]
+    relation: str  # exactly | at_least | at_most
+    value: Value
+    kind: str | None = None
+
+
+@dataclass(frozen=True)
+class StepsCheck:
+    """The step lines are ``first, first + every, ...`` each once, up to ``last`` if given."""
+
+    every: Value
+    first: Value
+    last: Value | None = None
+
+
+@dataclass(frozen=True)
+class OrderCheck:
+    """In each file, every line matching ``earlier`` precedes the first line matching ``later``."""
+
+    earlier: re.Pattern[str]
+    later: re.Pattern[str]
+
+
+@dataclass(frozen=True)
+class ReferenceCheck:
+    """A step field at the first, the last or every step line lies within [lower, upper]."""
+
+    field: str
+    at: str  # first | last | all
+    lower: float | None
+    upper: float | None
+    value: float | None = None
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class CompareCheck:
+    """A step field at the ``at`` step line is ``relation`` (below, above) its value at ``other``."""
+
+    field: str
+    at: str  # first | last
+    relation: str
+    other: str
+
+
+Check = Union[PatternCheck, StepsCheck, OrderCheck, ReferenceCheck, CompareCheck]
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    description: str
+    applies_to: tuple[str, ...]
+    scope: str
+    check: Check
+    severity: str = "error"  # "warning": reported, but does not fail the verdict
+
+
+class Evidence(NamedTuple):
+    """A line that shows why; ``line`` is None when the evidence is a whole file searched."""
+
+    path: Path
+    line: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rule: str
+    mode: str
+    passed: bool
+    message: str
+    evidence: list[Evidence]
+    severity: str = "error"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """All verdicts folded: ``lines`` end with ``PASS`` or ``FAIL``; ``text`` joins them."""
+
+    passed: bool
+    checked: int
+    failed: list[str]
+    lines: list[str]
+    warned: list[str] = field(default_factory=list)  # warning rules that did not hold
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
+
+
+# --- loading -------------------------------------------------------------------------------
+
+_COMMON = ("name", "description", "applies_to", "scope")
+_OPTIONAL_COMMON = ("severity",)
+SEVERITIES = ("error", "warning")
+_KINDS: dict[str, tuple[set[str], set[str]]] = {  # kind -> (required, optional) sub-keys
+    "pattern": (set(), set()),  # a string, not a mapping; its companions are below
+    "steps": ({"every", "first"}, {"last"}),
+    "order": ({"earlier", "later"}, set()),
+    "reference": ({"field", "at"}, {"value", "lower", "upper", "unit"}),
+    "compare": ({"field", "at"}, {"below", "above"}),
+}
+_PATTERN_COMPANIONS = ("count", "kind")
+
+
+def load_rules(path: Path) -> list[Rule]:
+    """Read and validate a rules file; raise RulesError naming the rule and key at fault."""
+    hint = f"see the vocabulary in the comment block at the top of {path}"
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise RulesError(f"cannot read the rules file {path}: {err}") from None
+    except yaml.YAMLError as err:
+        raise RulesError(f"{path} is not valid YAML: {err}", hint) from None
+    if not isinstance(data, dict) or set(data) != {"rules"} or not isinstance(data["rules"], list):
+        raise RulesError(f"{path}: expected one top-level key, 'rules', holding a list", hint)
+    rules: list[Rule] = []
+    for index, entry in enumerate(data["rules"], start=1):
+        rule = _Reader(path, index, hint).rule(entry)
+        if any(r.name == rule.name for r in rules):
+            raise RulesError(f"{path}: rule {rule.name!r} is defined twice", hint)
+        rules.append(rule)
+    return rules
+
+
+class _Reader:
+    """Reads one rule's mapping; every complaint names the rule (once its name is known)."""
+
+    def __init__(self, path: Path, index: int, hint: str) -> None:
+        self.path, self.label, self.hint = path, f"rule #{index}", hint
+
+    def fail(self, problem: str) -> NoReturn:
+        raise RulesError(f"{self.path}: {self.label}: {problem}", self.hint)
+
+    def rule(self, entry: Any) -> Rule:
+        if not isinstance(entry, dict):
+            self.fail(f"expected a mapping, got {entry!r}")
+        name = entry.get("name")
+        if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", name):
+            self.fail(f"'name' must be a snake_case string, got {name!r}")
+        self.label = f"rule {name!r}"
+        kinds = [key for key in entry if key in _KINDS]
+        for key in entry:
+            companion = key in _PATTERN_COMPANIONS and kinds == ["pattern"]
+            if key not in _COMMON and key not in _OPTIONAL_COMMON and key not in _KINDS and not companion:
+                self.fail(f"unknown key {key!r}")
+        if len(kinds) != 1:
+            self.fail(f"needs exactly one check among {', '.join(_KINDS)}; has {kinds or 'none'}")
+        missing = [key for key in _COMMON if key not in entry]
+        if missing:
+            self.fail(f"missing {', '.join(missing)}")
+        description, modes, scope = entry["description"], entry["applies_to"], entry["scope"]
+        if not isinstance(description, str) or not description.strip():
+            self.fail("'description' must be a non-empty string")
+        if not isinstance(modes, list) or not modes or not set(modes) <= set(MODES):
+            self.fail(f"'applies_to' must list modes among {MODES}, got {modes!r}")
+        if scope not in SCOPES:
+            self.fail(f"'scope' must be one of {SCOPES}, got {scope!r}")
+        severity = entry.get("severity", "error")
+        if severity not in SEVERITIES:
+            self.fail(f"'severity' must be one of {SEVERITIES}, got {severity!r}")
+        return Rule(name, description.strip(), tuple(modes), scope, self.check(kinds[0], entry), severity)
+
+    def check(self, kind: str, entry: dict[str, Any]) -> Check:
+        if kind == "pattern":
+            if "count" not in entry:
+                self.fail("a pattern needs a count")
+            count = self.mapping(entry["count"], "count", {"exactly", "at_least", "at_most"})
+            if len(count) != 1:
+                self.fail("count needs exactly one of exactly, at_least, at_most")
+            (relation, value), = count.items()
+            record_kind = entry.get("kind")
+            if record_kind is not None and record_kind not in RECORD_KINDS:
+                self.fail(f"'kind' must be one of {RECORD_KINDS}, got {record_kind!r}")
+            regex = self.regex(entry["pattern"], "pattern")
+            return PatternCheck(regex, relation, self.value(value, f"count.{relation}"), record_kind)
+        required, optional = _KINDS[kind]
+        body = self.mapping(entry[kind], kind, required | optional)
+        missing = sorted(required - set(body))
+        if missing:
+            self.fail(f"{kind} needs {', '.join(missing)}")
+        if kind == "steps":
+            if body["every"] == 0:
+                self.fail("steps.every must be at least 1")
+            last = body.get("last")
+            return StepsCheck(self.value(body["every"], "steps.every"),
+                              self.value(body["first"], "steps.first"),
+                              None if last is None else self.value(last, "steps.last"))
+        if kind == "order":
+            return OrderCheck(self.regex(body["earlier"], "order.earlier"),
+                              self.regex(body["later"], "order.later"))
+        if body["field"] not in FIELDS:
+            self.fail(f"{kind}.field must be one of {FIELDS}, got {body['field']!r}")
+        if kind == "reference":
+            if body["at"] not in ("first", "last", "all"):
+                self.fail(f"reference.at must be first, last or all, got {body['at']!r}")
+            lower, upper, value = (self.number(body.get(k), f"reference.{k}")
+                                   for k in ("lower", "upper", "value"))
+            if lower is None and upper is None:
+                self.fail("reference needs a lower or an upper bound")
+            return ReferenceCheck(body["field"], body["at"], lower, upper, value,
+                                  str(body.get("unit", "")))
+        relations = [key for key in ("below", "above") if key in body]
+        if len(relations) != 1:
+            self.fail("compare needs exactly one of below, above")
+        ends = (body["at"], body[relations[0]])
+        if not set(ends) <= {"first", "last"} or ends[0] == ends[1]:
+            self.fail(f"compare.at and compare.{relations[0]} must be first and last, got {ends}")
+        return CompareCheck(body["field"], body["at"], relations[0], body[relations[0]])
+
+    def mapping(self, body: Any, key: str, allowed: set[str]) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            self.fail(f"{key} must be a mapping with keys among {sorted(allowed)}")
+        for sub in body:
+            if sub not in allowed:
+                self.fail(f"unknown key {key}.{sub} (known: {', '.join(sorted(allowed))})")
+        return body
+
+    def regex(self, text: Any, key: str) -> re.Pattern[str]:
+        if not isinstance(text, str):
+            self.fail(f"{key} must be a string holding a regular expression")
+        try:
+            return re.compile(text)
+        except re.error as err:
+            self.fail(f"{key} is not a valid regular expression ({err}): {text}")
+
+    def value(self, value: Any, key: str) -> Value:
+        if isinstance(value, str) and value.isidentifier():
+            return value
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            self.fail(f"{key} must be a whole number >= 0 or a context variable, got {value!r}")
+        return value
+
+    def number(self, value: Any, key: str) -> float | None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            self.fail(f"{key} must be a number, got {value!r}")
+        return None if value is None else float(value)
+
+
+# --- context -------------------------------------------------------------------------------
+
+def article_context(mode: str, workers: int = 2) -> dict[str, int]:
+    """The context for a log of unknown length (the article's): one input tower per worker."""
+    if mode not in MODES:
+        raise RulesError(f"unknown mode {mode!r}; expected one of {MODES}")
+    return {"towers": 1 if mode == "standalone" else workers}
+
+
+def run_context(mode: str, max_steps: int, workers: int = 2) -> dict[str, int]:
+    """The context for our finished run of ``max_steps`` steps: towers and last_logged_step."""
+    if max_steps < 1:
+        raise RulesError(f"max_steps must be at least 1, got {max_steps}")
+    last = ((max_steps - 1) // LOG_EVERY) * LOG_EVERY
+    return {**article_context(mode, workers), "last_logged_step": last}

@@ -1,0 +1,120 @@
+"""Training speed from step reports, and the article's own figures to compare against.
+
+Each step report's ``examples/sec`` is one step's rate (upstream: batch size x towers divided by
+that single ``sess.run``'s wall time), not an average. Step 0's run also builds the graph's
+runtime state and waits for the input queues to fill (the article: 12.8 and 11.7 examples/sec),
+so it says nothing about training speed.
+
+Warm-up rule: sort the step reports by step number and drop the first ``warmup_steps`` of them;
+by default that is step 0 alone. The rate is the median of what remains: one slow step (a
+summary run every 100 steps, a checkpoint every 1000) moves a median less than a mean.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reprokit.errors import KitError
+from reprokit.judge.logs import StepFields
+
+# The article's conclusion: "about 98" images/sec alone, "about 170" on the cluster, 1.74x.
+ARTICLE_STANDALONE_RATE = 98.0
+ARTICLE_CLUSTER_RATE = 170.0
+ARTICLE_SPEEDUP = 1.74
+ARTICLE_WORKERS = 2
+
+# The article's step tables (step -> examples/sec), as printed; for plots and for tests.
+ARTICLE_STANDALONE_STEPS: dict[int, float] = {
+    0: 12.8, 10: 98.7, 20: 98.5, 30: 98.4, 40: 98.3, 50: 98.0,
+}
+ARTICLE_CLUSTER_STEPS: dict[int, float] = {
+    0: 11.7, 10: 171.5, 20: 172.6, 30: 170.4, 40: 170.8, 50: 168.9,
+}
+
+
+class SpeedError(KitError):
+    """A speed figure cannot be computed from what was given."""
+
+
+@dataclass(frozen=True)
+class SpeedComparison:
+    """Standalone vs cluster: the two median rates, the speed-up and the per-worker efficiency."""
+
+    standalone_rate: float
+    cluster_rate: float
+    speedup: float
+    efficiency: float
+    workers: int
+
+
+def after_warmup(steps: Sequence[StepFields], warmup_steps: int = 1) -> list[StepFields]:
+    """The step reports that count for speed: sorted by step, the first ``warmup_steps`` dropped."""
+    if warmup_steps < 0:
+        raise SpeedError(f"warmup_steps must be 0 or more, got {warmup_steps}")
+    return sorted(steps, key=lambda s: s.step)[warmup_steps:]
+
+
+def median_rate(steps: Sequence[StepFields], warmup_steps: int = 1) -> float | None:
+    """Median examples/sec of the step reports after warm-up; None when none remain."""
+    kept = after_warmup(steps, warmup_steps)
+    if not kept:
+        return None
+    return float(statistics.median(s.examples_per_sec for s in kept))
+
+
+def wall_rate(
+    steps: Sequence[StepFields], examples_per_step: int, warmup_steps: int = 1
+) -> float | None:
+    """Examples/sec from the timestamps of the first and last step reports after warm-up.
+
+    A cross-check on :func:`median_rate`: it counts every step between the two reports, the
+    unlogged ones and the summary runs included. None without two timestamped reports.
+    """
+    timed = [(s.step, s.timestamp) for s in after_warmup(steps, warmup_steps) if s.timestamp]
+    if len(timed) < 2:
+        return None
+    (first_step, first_at), (last_step, last_at) = timed[0], timed[-1]
+    seconds = (last_at - first_at).total_seconds()
+    if seconds <= 0:
+        return None
+    return (last_step - first_step) * examples_per_step / seconds
+
+
+def speedup(cluster: float, standalone: float) -> float:
+    """How many times faster the cluster trains than the standalone trainer."""
+    if standalone <= 0:
+        raise SpeedError(
+            f"cannot compute a speed-up against a standalone rate of {standalone} examples/sec",
+            "check the standalone log's step lines (reprokit.judge.logs.parse_log)",
+        )
+    return cluster / standalone
+
+
+def efficiency(speedup: float, workers: int) -> float:
+    """The speed-up per worker: 1.0 is perfect scaling, the article's 1.74 on 2 workers is 0.87."""
+    if workers < 1:
+        raise SpeedError(f"efficiency needs at least one worker, got {workers}")
+    return speedup / workers
+
+
+def compare_speed(
+    standalone: Sequence[StepFields],
+    cluster: Sequence[StepFields],
+    workers: int,
+    warmup_steps: int = 1,
+) -> SpeedComparison:
+    """Compare two runs' step reports; raise SpeedError when either has none after warm-up."""
+    rates = []
+    for name, steps in (("standalone", standalone), ("cluster", cluster)):
+        rate = median_rate(steps, warmup_steps)
+        if rate is None:
+            raise SpeedError(
+                f"the {name} run has no step report after the first {warmup_steps}"
+                f" ({len(steps)} in all), so it has no training speed",
+                f"let the {name} run log more steps (max_steps > {10 * warmup_steps})",
+            )
+        rates.append(rate)
+    up = speedup(rates[1], rates[0])
+    return SpeedComparison(rates[0], rates[1], up, efficiency(up, workers), workers)
