@@ -8,11 +8,11 @@ from pathlib import Path
 
 from invoke import Collection, Exit, task
 
+from reprokit import views
+from reprokit.errors import KitError
+from reprokit.run.containers import backend as docker_backend
 from reprokit.run.containers import image as imagelib
 from reprokit.run.containers import offline
-from reprokit import views
-from reprokit.run.containers import backend as docker_backend
-from reprokit.errors import KitError
 from reprokit.settings import Settings, from_mapping
 
 ROOT = Path(__file__).resolve().parent

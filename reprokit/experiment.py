@@ -15,17 +15,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from reprokit.data import prepare as datalib
-from reprokit.report import markdown as report
-from reprokit.report import results as resultslib
-from reprokit.sources import workspace
-from reprokit.run.cluster import Cluster, make_layout
 from reprokit.errors import ClusterError, KitError
 from reprokit.judge.verdict import RUN_FILE, Judgement, judge_run
+from reprokit.report import markdown as report
+from reprokit.report import results as resultslib
+from reprokit.run.cluster import Cluster, make_layout
 from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles, standalone_role
-from reprokit.runs import new_run_dir
-from reprokit.settings import Settings
 from reprokit.run.supervisor import Outcome, still_running
 from reprokit.run.tuning import PROFILES, Tuning
+from reprokit.runs import new_run_dir
+from reprokit.settings import Settings
+from reprokit.sources import workspace
 
 Echo = Callable[[str], None]
 Progress = Callable[[str, int, float], None]

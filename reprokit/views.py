@@ -12,19 +12,19 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from reprokit.run import cluster as clusterlib
-from reprokit.sources import patches as patchlib
-from reprokit.report import markdown as reportlib
-from reprokit.sources import teaching
-from reprokit.sources import workspace
-from reprokit.run.local import LocalBackend
 from reprokit.data.prepare import prepare_data
 from reprokit.errors import ClusterError, KitError
-from reprokit.experiment import Options, reproduce as run_reproduction
+from reprokit.experiment import Options
+from reprokit.experiment import reproduce as run_reproduction
 from reprokit.judge.verdict import judge_run
+from reprokit.report import markdown as reportlib
+from reprokit.run import cluster as clusterlib
+from reprokit.run.local import LocalBackend
 from reprokit.run.roles import TrainingArgs, client_role, server_role
 from reprokit.runs import find_run, new_run_dir
 from reprokit.settings import Settings
+from reprokit.sources import patches as patchlib
+from reprokit.sources import teaching, workspace
 from reprokit.sources.upstream import read_lines
 from reprokit.sources.verify import run_checks
 

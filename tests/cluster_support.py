@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from reprokit.run.local import LocalBackend
-from reprokit.run.cluster import make_layout
 from reprokit.data.prepare import prepare_data
+from reprokit.run.cluster import make_layout
+from reprokit.run.local import LocalBackend
 from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles
 from reprokit.settings import Settings, from_mapping
 from reprokit.sources.workspace import apply_all

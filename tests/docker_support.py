@@ -11,13 +11,18 @@ import os
 import time
 from collections.abc import Iterator
 
-import docker
 import pytest
 
-from reprokit.run.containers.engine import RUN_LABEL, connect
+import docker
 from reprokit.errors import DockerError
+from reprokit.run.containers.engine import RUN_LABEL, connect
 from reprokit.run.containers.image import ImageInfo, build_image
-from reprokit.run.containers.offline import BaseImage, WheelSet, build_base_image, download_wheels
+from reprokit.run.containers.offline import (
+    BaseImage,
+    WheelSet,
+    build_base_image,
+    download_wheels,
+)
 
 REQUIRE_DOCKER = "REPROKIT_REQUIRE_DOCKER"
 

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-
 from cluster_support import KitInputs, kit_inputs, kit_settings  # noqa: F401  (fixture)
-from reprokit.run.local import LocalBackend
+
 from reprokit.bench.measure import WARMUP_LOGGED_STEPS, run_bench, run_sweep
 from reprokit.bench.tables import bench_lines, plot_bench, plot_sweep, sweep_lines
+from reprokit.run.local import LocalBackend
 from reprokit.run.tuning import PROFILES, profile
 
 pytestmark = pytest.mark.slow

@@ -9,8 +9,16 @@ import numpy as np
 import pytest
 
 from reprokit.data.cifar_format import (
-    BATCHES_FOLDER, CLASS_NAMES, DATA_FILES, META_FILE, OFFICIAL_SHA256, RECORD_BYTES,
-    BatchFile, decode_records, encode_records, staged_folder, verify_batches,
+    BATCHES_FOLDER,
+    CLASS_NAMES,
+    DATA_FILES,
+    META_FILE,
+    OFFICIAL_SHA256,
+    RECORD_BYTES,
+    BatchFile,
+    decode_records,
+    encode_records,
+    verify_batches,
 )
 from reprokit.errors import DataError
 
@@ -148,29 +156,3 @@ def test_verify_batches_can_name_files_as_the_caller_sees_them(tmp_path: Path) -
     with pytest.raises(DataError) as caught:
         verify_batches(folder, shown_as="archive.tar.gz:cifar-10-batches-bin")
     assert caught.value.message.startswith("archive.tar.gz:cifar-10-batches-bin/data_batch_1.bin")
-
-
-def test_a_staged_folder_replaces_the_target_only_when_complete(tmp_path: Path) -> None:
-    """On success the new folder takes the target's place and nothing else is left."""
-    target = tmp_path / BATCHES_FOLDER
-    target.mkdir()
-    (target / "old.txt").write_text("old")
-    with staged_folder(target) as staging:
-        (staging / "new.txt").write_text("new")
-        assert ["old.txt"] == [p.name for p in target.iterdir()]
-    assert ["new.txt"] == [p.name for p in target.iterdir()]
-    assert [BATCHES_FOLDER] == [p.name for p in tmp_path.iterdir()]
-    assert 0o755 == target.stat().st_mode & 0o777
-
-
-def test_a_failed_staged_folder_leaves_the_target_as_it_was(tmp_path: Path) -> None:
-    """An exception inside the block removes the staging folder and keeps the old target."""
-    target = tmp_path / BATCHES_FOLDER
-    target.mkdir()
-    (target / "old.txt").write_text("old")
-    with pytest.raises(KeyboardInterrupt):
-        with staged_folder(target) as staging:
-            (staging / "half.txt").write_text("half")
-            raise KeyboardInterrupt
-    assert ["old.txt"] == [p.name for p in target.iterdir()]
-    assert [BATCHES_FOLDER] == [p.name for p in tmp_path.iterdir()]

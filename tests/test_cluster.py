@@ -8,12 +8,19 @@ import socket
 from pathlib import Path
 
 import pytest
-
-from reprokit.run.cluster import (ARTICLE_CLUSTER, Cluster, load_cluster, local_cluster, make_layout,
-                              parse_cpu_overrides, port_holder, require_free_ports)
-from reprokit.errors import KitError, PortBusyError
-
 from cluster_support import free_port
+
+from reprokit.errors import KitError, PortBusyError
+from reprokit.run.cluster import (
+    ARTICLE_CLUSTER,
+    Cluster,
+    load_cluster,
+    local_cluster,
+    make_layout,
+    parse_cpu_overrides,
+    port_holder,
+    require_free_ports,
+)
 
 
 def test_the_spec_is_the_articles_shape():

@@ -14,11 +14,21 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.data.cifar_format import BATCHES_FOLDER, DATA_FILES, RECORD_BYTES, verify_batches
-from reprokit.data.prepare import DataResult, prepare_data
+from reprokit.data.cifar_format import (
+    BATCHES_FOLDER,
+    DATA_FILES,
+    RECORD_BYTES,
+    verify_batches,
+)
 from reprokit.data.download import CIFAR10, ArchiveSpec
+from reprokit.data.prepare import DataResult, prepare_data
+from reprokit.data.synthetic import (
+    MARKER_FILE,
+    NOTE_FILE,
+    SyntheticParams,
+    write_synthetic,
+)
 from reprokit.errors import DataError
-from reprokit.data.synthetic import MARKER_FILE, NOTE_FILE, SyntheticParams, write_synthetic
 
 GENERATED = "using GENERATED data: accuracy means nothing, speed comparisons still hold."
 

@@ -18,19 +18,35 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import docker
 import pytest
 import yaml
-from docker_support import docker_client, no_leftover_containers, offline_base, offline_image, wheels  # noqa: F401
+from docker_support import (  # noqa: F401
+    docker_client,
+    no_leftover_containers,
+    offline_base,
+    offline_image,
+    wheels,
+)
 
-from reprokit.run.containers import image as imagelib
-from reprokit.run.containers.backend import EXPOSED, DockerBackend, default_image
-from reprokit.run.containers.specs import (OWNER_LABEL, Placement, container_kwargs, docker_cluster, docker_run_argv,
-                                 local_time, log_lines, network_name, probe_argv, same_path_mounts)
-from reprokit.run.containers.engine import RUN_LABEL
+import docker
 from reprokit.errors import DockerError
 from reprokit.experiment import Options, reproduce
+from reprokit.run.containers import image as imagelib
+from reprokit.run.containers.backend import EXPOSED, DockerBackend, default_image
+from reprokit.run.containers.engine import RUN_LABEL
 from reprokit.run.containers.image import ImageInfo
+from reprokit.run.containers.specs import (
+    OWNER_LABEL,
+    Placement,
+    container_kwargs,
+    docker_cluster,
+    docker_run_argv,
+    local_time,
+    log_lines,
+    network_name,
+    probe_argv,
+    same_path_mounts,
+)
 from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles
 from reprokit.settings import Settings, from_mapping
 

@@ -14,9 +14,14 @@ from pathlib import Path
 import pytest
 
 from reprokit.data.cifar_format import BATCHES_FOLDER, DATA_FILES, verify_batches
-from reprokit.data.download import CIFAR10, download_archive, extract_archive, verify_archive
-from reprokit.errors import DataError
+from reprokit.data.download import (
+    CIFAR10,
+    download_archive,
+    extract_archive,
+    verify_archive,
+)
 from reprokit.data.synthetic import write_synthetic
+from reprokit.errors import DataError
 
 LOOPBACK = "127.0.0.1"  # the tests never listen on, or connect to, anything else
 

@@ -5,13 +5,19 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-import docker
 import docker.errors
 import pytest
 from docker_support import docker_client, no_leftover_containers  # noqa: F401 (fixtures)
 
-from reprokit.run.containers.engine import RUN_LABEL, connect, diagnose, find_leftovers, remove_leftovers
+import docker
 from reprokit.errors import DockerError
+from reprokit.run.containers.engine import (
+    RUN_LABEL,
+    connect,
+    diagnose,
+    find_leftovers,
+    remove_leftovers,
+)
 
 MISSING_SOCKET = (
     "Error while fetching server API version: ('Connection aborted.', "

@@ -9,7 +9,6 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-import docker
 import docker.utils
 import pytest
 from docker_support import (  # noqa: F401 (fixtures)
@@ -20,12 +19,13 @@ from docker_support import (  # noqa: F401 (fixtures)
     wheels,
 )
 
+import docker
 from reprokit.errors import DockerError
 from reprokit.run.containers.image import (
     OFFLINE_BASE,
     REGISTRY_BASE,
-    ROOT,
     ROLE_SERVER,
+    ROOT,
     TF_REQUIREMENT,
     BuildLog,
     ImageInfo,

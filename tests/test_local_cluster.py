@@ -16,16 +16,27 @@ import sys
 from pathlib import Path
 
 import pytest
+from cluster_support import (  # noqa: F401
+    FILLING_QUEUE,
+    REPO,
+    KillWhen,
+    KitInputs,
+    alive,
+    free_port,
+    kit_inputs,
+    log_has,
+    no_leftover_processes,
+    pids_running,
+    processes_mentioning,
+    real_cluster_roles,
+    wait_for,
+)
 
+from reprokit.errors import ClusterError, PortBusyError
 from reprokit.run import netns
 from reprokit.run.local import Isolation, LocalBackend, choose_isolation, run_plan
-from reprokit.errors import ClusterError, PortBusyError
 from reprokit.run.roles import RoleSpec
 from reprokit.run.supervisor import Outcome, Plan, still_running
-
-from cluster_support import (FILLING_QUEUE, REPO, KillWhen, KitInputs, alive, free_port, kit_inputs,  # noqa: F401
-                             log_has, no_leftover_processes, pids_running, processes_mentioning,
-                             real_cluster_roles, wait_for)
 
 PY = sys.executable
 ISOLATION, WHY_NOT = netns.isolation_available()

@@ -7,10 +7,10 @@ import json
 import sys
 from pathlib import Path
 
-import docker
 import pytest
 from docker_support import docker_client, no_leftover_containers, offline_base  # noqa: F401
 
+import docker
 from reprokit.errors import DockerError
 from reprokit.run.containers.offline import (
     BASE_PACKAGES,

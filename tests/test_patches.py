@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.sources import patches as patchlib
 from reprokit.errors import PatchError
+from reprokit.sources import patches as patchlib
 from reprokit.sources.upstream import read_lines
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -17,17 +17,29 @@ from pathlib import Path
 
 import pytest
 import yaml
+from cluster_support import (  # noqa: F401
+    FILLING_QUEUE,
+    RECORDS,
+    REPO,
+    RULES,
+    STEPS,
+    KitInputs,
+    alive,
+    kit_config,
+    kit_inputs,
+    kit_settings,
+    log_has,
+    no_leftover_processes,
+    processes_mentioning,
+    wait_for,
+)
 
-from reprokit.run.local import LocalBackend
 from reprokit.errors import RunFolderExistsError
 from reprokit.experiment import Options, Reproduction, reproduce
-from reprokit.judge.verdict import judge_run
 from reprokit.judge.logs import parse_log, step_fields
+from reprokit.judge.verdict import judge_run
 from reprokit.report.markdown import PLOT, REPORT, RESULTS
-
-from cluster_support import (FILLING_QUEUE, RECORDS, REPO, RULES, STEPS, KitInputs, alive, kit_inputs,  # noqa: F401
-                             kit_config, kit_settings, log_has, no_leftover_processes, processes_mentioning,
-                             wait_for)
+from reprokit.run.local import LocalBackend
 
 STAGES = ["prepare", "data", "standalone", "cluster", "check", "teardown", "report"]
 
@@ -214,11 +226,11 @@ def test_ctrl_c_during_training_stops_every_process_of_the_run(tmp_path: Path, k
 
 def test_a_bad_cpus_override_fails_before_any_run_folder_exists(tmp_path: Path, kit_inputs: KitInputs):  # noqa: F811
     """--cpus naming a role the run has not is refused, and runs/ gets no empty folder."""
-    from reprokit.run.local import LocalBackend
+    from cluster_support import kit_settings
+
     from reprokit.errors import KitError
     from reprokit.experiment import Options, reproduce
-
-    from cluster_support import kit_settings
+    from reprokit.run.local import LocalBackend
 
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     options = Options(21, 2, "spread", "auto", RECORDS, {"worker7": "0"})

@@ -6,10 +6,22 @@ import json
 
 import pytest
 
-from reprokit.run.cluster import Cluster, local_cluster, make_layout, parse_cpu_overrides
 from reprokit.errors import KitError
-from reprokit.run.roles import (RoleSpec, TrainingArgs, client_role, cluster_roles, hostname, server_role,
-                            standalone_role)
+from reprokit.run.cluster import (
+    Cluster,
+    local_cluster,
+    make_layout,
+    parse_cpu_overrides,
+)
+from reprokit.run.roles import (
+    RoleSpec,
+    TrainingArgs,
+    client_role,
+    cluster_roles,
+    hostname,
+    server_role,
+    standalone_role,
+)
 
 PY, SERVER, SOURCES = "/usr/bin/python3", "/kit/role_server.py", "/build/patched"
 CLUSTER = Cluster("172.17.0.2:2222", ("172.17.0.3:2222", "172.17.0.4:2222"))

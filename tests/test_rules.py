@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.judge.logs import LogRecord, parse_log
 from reprokit.judge.checks import check_logs, summarize
+from reprokit.judge.logs import LogRecord, parse_log
 from reprokit.judge.rules import (
     Evidence,
     Rule,

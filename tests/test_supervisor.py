@@ -18,13 +18,20 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+from cluster_support import (  # noqa: F401
+    REPO,
+    alive,
+    free_port,
+    log_has,
+    no_leftover_processes,
+    pids_running,
+    wait_for,
+)
 
-from reprokit.run import supervisor as supervisorlib
 from reprokit.errors import ClusterError
+from reprokit.run import supervisor as supervisorlib
 from reprokit.run.roles import RoleSpec
 from reprokit.run.supervisor import Outcome, Plan, Supervisor, log_path, still_running
-
-from cluster_support import REPO, alive, free_port, log_has, no_leftover_processes, pids_running, wait_for  # noqa: F401
 
 PY = sys.executable
 CPU = str(min(os.sched_getaffinity(0)))

@@ -7,16 +7,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reprokit.data import cifar_format
-from reprokit.data import synthetic
+from reprokit.data import cifar_format, synthetic
 from reprokit.data.cifar_format import (
-    BATCHES_FOLDER, CLASS_NAMES, DATA_FILES, META_FILE, RECORD_BYTES, decode_records,
+    BATCHES_FOLDER,
+    CLASS_NAMES,
+    DATA_FILES,
+    META_FILE,
+    RECORD_BYTES,
+    decode_records,
     verify_batches,
 )
-from reprokit.errors import DataError
 from reprokit.data.synthetic import (
-    MARKER_FILE, NOTE_FILE, SyntheticParams, read_marker, write_synthetic,
+    MARKER_FILE,
+    NOTE_FILE,
+    SyntheticParams,
+    read_marker,
+    write_synthetic,
 )
+from reprokit.errors import DataError
 
 
 def _bytes_of(folder: Path) -> dict[str, bytes]:

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.sources import teaching
-from reprokit.sources import workspace
+from reprokit.sources import teaching, workspace
 from reprokit.sources.upstream import read_lines
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.sources import patches as patchlib
-from reprokit.sources import teaching
-from reprokit.sources import workspace
+from reprokit.sources import teaching, workspace
 from reprokit.sources.upstream import read_lines
 
 ROOT = Path(__file__).resolve().parents[1]

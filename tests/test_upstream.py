@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from reprokit.errors import UpstreamDriftError
-from reprokit.sources.upstream import CHECKSUM_FILE, check_upstream, read_checksums, read_lines, require_pristine, sha256_file
+from reprokit.sources.upstream import (
+    CHECKSUM_FILE,
+    check_upstream,
+    read_checksums,
+    read_lines,
+    require_pristine,
+    sha256_file,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 UPSTREAM = ROOT / "upstream"

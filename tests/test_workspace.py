@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.sources import workspace
 from reprokit.errors import KitError, PatchError, UpstreamDriftError
+from reprokit.sources import workspace
 from reprokit.sources.upstream import read_lines
 
 TRAINER = "cifar10_multi_gpu_train.py"
@@ -207,16 +207,16 @@ def test_a_write_failing_midway_keeps_the_old_folder_and_leaves_no_staging_folde
     apply(kit)  # an older build: the standalone trainer only
     (kit / "patches" / "series").write_text(full_series)
     before = snapshot(out)
-    real_write_text = Path.write_text
+    real_write_text = workspace.write_text
     written = []
 
-    def fill_up(self, *args, **kwargs):
+    def fill_up(path, text):
         if len(written) == 2:
             raise OSError(28, "No space left on device")
-        written.append(self.name)
-        return real_write_text(self, *args, **kwargs)
+        written.append(path.name)
+        return real_write_text(path, text)
 
-    monkeypatch.setattr(Path, "write_text", fill_up)
+    monkeypatch.setattr(workspace, "write_text", fill_up)
     with pytest.raises(OSError, match="No space left on device"):
         apply(kit)
     monkeypatch.undo()

@@ -17,18 +17,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from reprokit.sources import workspace
 from reprokit.bench.roles import probe_role
-from reprokit.run.cluster import make_layout
+from reprokit.bench.timeline import breakdown
 from reprokit.data.prepare import prepare_data
 from reprokit.errors import ClusterError
 from reprokit.judge.logs import parse_log, step_fields
+from reprokit.judge.speed import median_rate
+from reprokit.run.cluster import make_layout
 from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles, standalone_role
+from reprokit.run.tuning import Tuning
 from reprokit.runs import new_run_dir
 from reprokit.settings import Settings
-from reprokit.judge.speed import median_rate
-from reprokit.bench.timeline import breakdown
-from reprokit.run.tuning import Tuning
+from reprokit.sources import workspace
 from reprokit.sources.verify import run_checks
 
 WARMUP_LOGGED_STEPS = 2

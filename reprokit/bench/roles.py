@@ -9,7 +9,6 @@ from reprokit import PACKAGE_PARENT
 from reprokit.run.roles import RoleSpec
 
 
-
 def probe_role(role: RoleSpec, out: str, *, trace_step: int = -1, input_free: bool = False,
                variables_on_ps: bool = False) -> RoleSpec:
     """The same trainer, flags, CPUs and environment, run under reprokit.bench.probe."""

@@ -8,11 +8,6 @@ values of the top row). Facts from the official page, see spec/upstream.md secti
 from __future__ import annotations
 
 import hashlib
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -165,36 +160,3 @@ def _check_meta(path: Path, shown: str) -> None:
             f"{shown} lists classes {list(found)}, expected {list(CLASS_NAMES)}",
             REFETCH_HINT,
         )
-
-
-@contextmanager
-def staged_folder(target: Path) -> Iterator[Path]:
-    """Yield an empty hidden sibling of ``target`` to fill; on success it replaces ``target``.
-
-    On any failure (Ctrl-C included) the sibling is removed and ``target`` is left as it was,
-    so a reader never sees a half-written folder.
-    """
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent))
-    try:
-        staging.chmod(0o755)  # mkdtemp makes it 0700; containers running as another user read it
-        yield staging
-        _swap(staging, target)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-
-
-def _swap(staging: Path, target: Path) -> None:
-    if not target.exists():
-        os.rename(staging, target)
-        return
-    old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=target.parent))
-    old.rmdir()
-    os.rename(target, old)
-    try:
-        os.rename(staging, target)
-    except BaseException:
-        os.rename(old, target)
-        raise
-    shutil.rmtree(old, ignore_errors=True)

@@ -20,10 +20,14 @@ from pathlib import Path
 
 from reprokit import __version__
 from reprokit.data.cifar_format import (
-    BATCHES_FOLDER, DATA_FILES, META_FILE, README_FILE, staged_folder, verify_batches,
+    BATCHES_FOLDER,
+    DATA_FILES,
+    META_FILE,
+    README_FILE,
+    verify_batches,
 )
-from reprokit.files import file_digest
 from reprokit.errors import DataError
+from reprokit.files import file_digest, staged_folder
 
 Progress = Callable[[int, int], None]
 

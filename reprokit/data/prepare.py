@@ -13,14 +13,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit.data.cifar_format import (
-    BATCHES_FOLDER, DATA_FILES, META_FILE, README_FILE, BatchesInfo, BatchFile,
-    staged_folder, verify_batches,
+    BATCHES_FOLDER,
+    DATA_FILES,
+    META_FILE,
+    README_FILE,
+    BatchesInfo,
+    BatchFile,
+    verify_batches,
 )
 from reprokit.data.download import (
-    CIFAR10, ArchiveSpec, Progress, download_archive, extract_archive, verify_archive,
+    CIFAR10,
+    ArchiveSpec,
+    Progress,
+    download_archive,
+    extract_archive,
+    verify_archive,
+)
+from reprokit.data.synthetic import (
+    MARKER_FILE,
+    NOTE_FILE,
+    SyntheticParams,
+    read_marker,
+    write_synthetic,
 )
 from reprokit.errors import DataError
-from reprokit.data.synthetic import MARKER_FILE, NOTE_FILE, SyntheticParams, read_marker, write_synthetic
+from reprokit.files import staged_folder
 
 KEYWORDS = ("auto", "url", "synthetic")
 MEANING = "accuracy means nothing, speed comparisons still hold."

@@ -24,10 +24,17 @@ from pathlib import Path
 import numpy as np
 
 from reprokit.data.cifar_format import (
-    CLASS_NAMES, DATA_FILES, DEPTH, HEIGHT, META_FILE, NUM_CLASSES, WIDTH,
-    encode_records, staged_folder,
+    CLASS_NAMES,
+    DATA_FILES,
+    DEPTH,
+    HEIGHT,
+    META_FILE,
+    NUM_CLASSES,
+    WIDTH,
+    encode_records,
 )
 from reprokit.errors import DataError
+from reprokit.files import staged_folder
 
 MARKER_FILE = "synthetic.json"
 NOTE_FILE = "README.synthetic.txt"

@@ -10,8 +10,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from reprokit.judge.logs import LogRecord, StepFields
-from reprokit.judge.rules import (MODES, SCOPES, CompareCheck, Evidence, OrderCheck, PatternCheck, ReferenceCheck,
-                    Rule, RulesError, StepsCheck, Summary, Value, Verdict)
+from reprokit.judge.rules import (
+    MODES,
+    SCOPES,
+    CompareCheck,
+    Evidence,
+    OrderCheck,
+    PatternCheck,
+    ReferenceCheck,
+    Rule,
+    RulesError,
+    StepsCheck,
+    Summary,
+    Value,
+    Verdict,
+)
 
 
 def check_logs(

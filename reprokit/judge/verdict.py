@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from reprokit.errors import KitError
 from reprokit.judge import checks
 from reprokit.judge import rules as ruleslib
-from reprokit.errors import KitError
 from reprokit.judge.logs import LogRecord, parse_log, step_fields
 from reprokit.judge.speed import SpeedComparison, compare_speed
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from reprokit.judge import speed as speedlib
-from reprokit.run.cluster import CpuLayout
 from reprokit.judge.logs import step_fields
+from reprokit.run.cluster import CpuLayout
 from reprokit.sources.patches import read_series
 from reprokit.sources.upstream import read_checksums, sha256_file
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit import PACKAGE_PARENT
-from reprokit.run import netns
-from reprokit.run.cluster import Cluster, local_cluster, require_free_ports
 from reprokit.errors import ClusterError
 from reprokit.judge.logs import parse_line
+from reprokit.run import netns
+from reprokit.run.cluster import Cluster, local_cluster, require_free_ports
 from reprokit.run.roles import RoleSpec
 from reprokit.run.supervisor import Outcome, Plan, log_path
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprokit.files import file_digest
 from reprokit.errors import UpstreamDriftError
+from reprokit.files import file_digest
 
 CHECKSUM_FILE = "SHA256SUMS"
 

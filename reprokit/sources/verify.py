@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reprokit.sources import patches as patchlib
-from reprokit.sources import workspace
 from reprokit.errors import KitError
 from reprokit.judge.verdict import judge_article
 from reprokit.settings import Settings
+from reprokit.sources import patches as patchlib
+from reprokit.sources import workspace
 from reprokit.sources.upstream import check_upstream, read_lines
 
 

@@ -1,8 +1,9 @@
 """The generated sources: upstream/ plus each patched trainer, built atomically.
 
 The folder (build/patched by default) is only ever replaced whole: it is built
-beside itself and renamed into place, so a failed apply leaves the old one (or
-none) and never a half-written one.
+beside itself, the old one is renamed aside, the new one renamed in, and the old
+one removed (reprokit.files.staged_folder), so a failed apply leaves the old one
+(or none) and never a half-written one.
 """
 
 from __future__ import annotations
@@ -10,12 +11,12 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprokit.sources import patches as patchlib
 from reprokit.errors import KitError, PatchError
+from reprokit.files import staged_folder, write_json, write_text
+from reprokit.sources import patches as patchlib
 from reprokit.sources.upstream import read_lines, require_pristine
 
 MARKER = ".reprokit-generated.json"
@@ -107,22 +108,11 @@ def apply_all(
                        "move the file away, or set reprokit.sources_dir elsewhere in invoke.yaml")
     if dry_run:
         return ApplyResult(out_dir, names, already_applied=False, dry_run=True)
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=out_dir.name + ".", dir=out_dir.parent))
-    try:
+    with staged_folder(out_dir) as staging:
         for name, text in files.items():
-            (staging / name).write_text(text, encoding="utf-8")
+            write_text(staging / name, text)
         sums = {name: hashlib.sha256(text.encode("utf-8")).hexdigest() for name, text in files.items()}
-        (staging / MARKER).write_text(json.dumps({"fingerprint": _fingerprint(files), "files": names,
-                                                  "sha256": sums}))
-        if out_dir.is_dir():
-            shutil.rmtree(out_dir)
-        elif out_dir.exists():
-            out_dir.unlink()
-        staging.rename(out_dir)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging)
+        write_json(staging / MARKER, {"fingerprint": _fingerprint(files), "files": names, "sha256": sums})
     return ApplyResult(out_dir, names, already_applied=False, dry_run=False)
 
 

@@ -20,15 +20,20 @@ from pathlib import Path
 from typing import Any
 
 import docker
-
-from reprokit.run.containers import image as imagelib
-from reprokit.run.cluster import Cluster
-from reprokit.run.containers.specs import OWNER_LABEL, Placement, docker_cluster, network_name, same_path_mounts
-from reprokit.run.containers.engine import Leftover, connect, remove_leftovers
 from reprokit.errors import DockerError
+from reprokit.run.cluster import Cluster
+from reprokit.run.containers import image as imagelib
+from reprokit.run.containers.engine import Leftover, connect, remove_leftovers
+from reprokit.run.containers.specs import (
+    OWNER_LABEL,
+    Placement,
+    docker_cluster,
+    network_name,
+    same_path_mounts,
+)
+from reprokit.run.containers.supervisor import ContainerSupervisor, Progress
 from reprokit.run.roles import RoleSpec
 from reprokit.run.supervisor import Outcome
-from reprokit.run.containers.supervisor import ContainerSupervisor, Progress
 
 IMAGE_ENV = "REPROKIT_IMAGE"
 EXPOSED = "nothing (no port published; the bridge network is reachable from this host only)"

@@ -10,9 +10,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import docker
 import docker.errors
 
+import docker
 from reprokit.errors import DockerError
 
 Echo = Callable[[str], None]

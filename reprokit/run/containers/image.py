@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import docker
 import docker.errors
 from docker.models.images import Image
 
-from reprokit.run.containers.engine import RUN_LABEL, connect
+import docker
 from reprokit.errors import DockerError
+from reprokit.run.containers.engine import RUN_LABEL, connect
 
 Echo = Callable[[str], None]
 

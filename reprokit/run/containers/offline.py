@@ -16,13 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import docker
 import docker.errors
 
+import docker
 from reprokit import commands
+from reprokit.errors import DockerError
 from reprokit.files import file_digest
 from reprokit.run.containers.engine import connect
-from reprokit.errors import DockerError
 from reprokit.run.containers.image import (
     MANIFEST,
     OFFLINE_BASE,

@@ -15,14 +15,21 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import docker
 import docker.errors
 import requests
 from docker.models.containers import Container
 
-from reprokit.run.containers.specs import Placement, container_kwargs, docker_run_argv, labels, log_lines, probe_argv
+import docker
 from reprokit.errors import ClusterError, DockerError
 from reprokit.judge.logs import parse_line
+from reprokit.run.containers.specs import (
+    Placement,
+    container_kwargs,
+    docker_run_argv,
+    labels,
+    log_lines,
+    probe_argv,
+)
 from reprokit.run.roles import RoleSpec
 from reprokit.run.supervisor import Outcome, log_path, tail
 
