@@ -1,5 +1,9 @@
-"""The kit's verbs. Each task reads the settings, calls one function of reprokit and
-prints its result, or exits non-zero with the error's message. `invoke --list` shows them."""
+"""The kit's verbs. Each task reads the settings, calls one view of reprokit and exits 0 only when
+what it ran succeeded; any error is one `error:` line. `invoke --list` shows them all.
+
+Numeric options default to None here and are checked by the package, so that `--steps ten`
+is an `error:` line that names the option, not a traceback from invoke's type conversion.
+"""
 
 from __future__ import annotations
 
@@ -10,37 +14,36 @@ from invoke import Collection, Exit, task
 
 from reprokit import views
 from reprokit.errors import KitError
-from reprokit.run.containers import backend as docker_backend
-from reprokit.run.containers import image as imagelib
-from reprokit.run.containers import offline
+from reprokit.experiment import Request
 from reprokit.settings import Settings, from_mapping
 
 ROOT = Path(__file__).resolve().parent
-
-
-def _settings(c) -> Settings:
-    return from_mapping(dict(c.config.get("reprokit", {})), ROOT)
 
 
 def _out(line: str = "") -> None:
     print(line, flush=True)
 
 
-def _guard(fn, *args, **kwargs):
-    """Run one package call; turn a KitError into a clean exit with its message."""
+def _run(view, c, *args, **kwargs):
+    """Run one view with the settings; a KitError becomes one `error:` line and exit code 1."""
     try:
-        return fn(*args, **kwargs)
+        settings: Settings = from_mapping(dict(c.config.get("reprokit", {})), ROOT)
+        return view(_out, settings, *args, **kwargs)
     except KitError as exc:
         raise Exit(f"error: {exc}", code=1) from None
     except KeyboardInterrupt:
         raise Exit("interrupted: every role was stopped", code=130) from None
 
 
+def _passed(ok: bool, what: str) -> None:
+    if not ok:
+        raise Exit(f"{what}: FAIL", code=1)
+
+
 @task
 def verify(c):
     """Check upstream checksums, parse and strictly match every patch, show patch state."""
-    if not _guard(views.verify, _out, _settings(c)):
-        raise Exit("verify: FAIL", code=1)
+    _passed(_run(views.verify, c), "verify")
 
 
 @task(help={"dry_run": "say what would be written, write nothing",
@@ -48,14 +51,14 @@ def verify(c):
             "force": "replace a generated folder that was edited by hand or not made by the kit"})
 def apply_patches(c, dry_run=False, clean=False, force=False):
     """Apply the patches in patches/series strictly (no fuzz) into build/patched, atomically."""
-    _guard(views.apply_patches, _out, _settings(c), dry_run=dry_run, clean=clean, force=force)
+    _run(views.apply_patches, c, dry_run=dry_run, clean=clean, force=force)
 
 
 @task(help={"normal": "print the article-style normal diff instead of the annotated hunks",
             "placement": "also build the cluster graph and show where its variables live (needs TensorFlow)"})
 def explain_patches(c, normal=False, placement=False):
     """The teaching view: every patch hunk by hunk, each change with its why."""
-    _guard(views.explain_patches, _out, _settings(c), normal=normal, placement=placement)
+    _run(views.explain_patches, c, normal=normal, placement=placement)
 
 
 @task(help={"source": "auto | url | synthetic | PATH to cifar-10-binary.tar.gz or an extracted folder",
@@ -63,17 +66,17 @@ def explain_patches(c, normal=False, placement=False):
             "data_dir": "where data/cifar-10-batches-bin goes"})
 def data(c, source=None, records=None, data_dir=None):
     """Get CIFAR-10 into the data folder: download, local copy, or generated data."""
-    s = _settings(c)
-    _guard(views.data, _out, s, source or s.data_source, int(records or s.synthetic_records),
-           Path(data_dir) if data_dir else s.data_dir)
+    _run(lambda out, s: views.data(out, s, source or s.data_source, records or s.synthetic_records,
+                                   Path(data_dir) if data_dir else s.data_dir), c)
 
 
 @task(help={"steps": "training steps (default: the article's 1000)", "cpus": "CPU list to pin to, e.g. 0",
             "source": "data source, as for `invoke data`"})
 def standalone(c, steps=None, cpus=None, source=None):
     """Train the patched standalone program for real, pinned, logging to runs/<id>/standalone.log."""
-    s = _settings(c)
-    _guard(views.standalone, _out, s, int(steps or s.steps), cpus, source or s.data_source)
+    request = Request(steps=steps, workers=1, layout="article", cpus=f"standalone={cpus}" if cpus else "",
+                      source=source, backend="local", isolation="none", modes=("standalone",))
+    _passed(_run(views.reproduce, c, request), "standalone")
 
 
 _CLUSTER_HELP = {"cluster": 'JSON file {"ps": ["host:port"], "worker": ["host:port", ...]}',
@@ -84,20 +87,20 @@ _CLUSTER_HELP = {"cluster": 'JSON file {"ps": ["host:port"], "worker": ["host:po
 @task(help=_CLUSTER_HELP)
 def ps(c, cluster=None, ps=None, workers=None):
     """Serve the ps task of the cluster until stopped (Ctrl-C)."""
-    _guard(views.serve, _out, _settings(c), "ps", 0, cluster, ps, workers)
+    _run(views.serve, c, "ps", 0, cluster, ps, workers)
 
 
-@task(help={**_CLUSTER_HELP, "index": "which worker task to serve (0-based)"})
-def worker(c, index=0, cluster=None, ps=None, workers=None):
+@task(help={**_CLUSTER_HELP, "index": "which worker task to serve (0-based; default 0)"})
+def worker(c, index=None, cluster=None, ps=None, workers=None):
     """Serve one worker task of the cluster until stopped (Ctrl-C)."""
-    _guard(views.serve, _out, _settings(c), "worker", int(index), cluster, ps, workers)
+    _run(views.serve, c, "worker", index if index is not None else 0, cluster, ps, workers)
 
 
 @task(help={**_CLUSTER_HELP, "steps": "training steps", "source": "data source, as for `invoke data`"})
 def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
-    """Run the patched cluster trainer against a running cluster (session on grpc://<ps>)."""
-    s = _settings(c)
-    _guard(views.client, _out, s, cluster, ps, workers, int(steps or s.steps), source or s.data_source)
+    """Run the patched cluster trainer against a running cluster (session on grpc://<ps>) and judge it."""
+    request = Request(steps=steps, source=source, backend="local", isolation="none", modes=("cluster",))
+    _passed(_run(views.client, c, request, cluster, ps, workers), "client")
 
 
 @task(help={"quick": "a short run (steps 0..50, the part of the log the article shows)",
@@ -107,51 +110,47 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
             "cpus": "explicit CPU sets per role, e.g. ps=0,worker0=0,worker1=1,client=0,standalone=0",
             "source": "data source: auto | url | synthetic | PATH",
             "backend": "local (default) or docker",
-            "isolation": "local backend: auto | netns | none",
+            "isolation": "local backend: auto or netns (a private network namespace, or an error saying how to "
+                         "get one), none (the host network: every interface, unauthenticated)",
             "run_id": "name of the run folder (must not exist yet)",
             "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)"})
 def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, source=None,
-              backend=None, isolation=None, run_id=None, tuning="default"):
+              backend=None, isolation=None, run_id=None, tuning=None):
     """The whole experiment: patches, data, standalone, cluster, check, report; ends in PASS/FAIL."""
-    s = _settings(c)
-    passed = _guard(views.reproduce, _out, s, steps=int(steps or (s.quick_steps if quick else s.steps)),
-                    workers=int(workers or s.workers), layout=layout or s.layout, cpus=cpus or "",
-                    source=source or s.data_source, backend=backend or s.backend,
-                    isolation=isolation or s.isolation, run_id=run_id, tuning=tuning)
-    if not passed:
-        raise Exit(code=1)
+    request = Request(steps=steps, quick=quick, workers=workers, layout=layout, cpus=cpus or "", source=source,
+                      backend=backend, isolation=isolation, run_id=run_id, tuning=tuning)
+    _passed(_run(views.reproduce, c, request), "reproduce")
 
 
 @task(positional=["run"], help={"run": "run id, folder, or 'latest' (the default)"})
-def compare_logs(c, run=None):
+def compare_logs(c, run="latest"):
     """Check a finished run's logs against expected_logs/: every failure with file, line, rule."""
-    if not _guard(views.compare_logs, _out, _settings(c), run or "latest"):
-        raise Exit(code=1)
+    _passed(_run(views.compare_logs, c, run), "compare-logs")
 
 
 @task(positional=["run"], help={"run": "run id, folder, or 'latest' (the default)"})
-def report(c, run=None):
+def report(c, run="latest"):
     """Re-render a run's report.md and plot from its results.json."""
-    _guard(views.report, _out, _settings(c), run or "latest")
+    _run(views.report, c, run)
 
 
-@task(help={"repetitions": "standalone + cluster pairs to run (alternating order)",
-            "steps": "steps per run", "tuning": "kit settings profile (see reprokit/tuning.py)",
-            "source": "data source, as for `invoke data`"})
-def bench(c, repetitions=3, steps=81, tuning="default", source=None):
+@task(help={"repetitions": "standalone + cluster pairs to run, alternating order (default 3)",
+            "steps": "steps per run (default 81)", "tuning": "kit settings profile (see reprokit/run/tuning.py)",
+            "source": "data source, as for `invoke data`", "isolation": "auto | netns | none, as for reproduce"})
+def bench(c, repetitions=None, steps=None, tuning=None, source=None, isolation=None):
     """Benchmark: standalone vs cluster side by side, medians and ratios, breakdown, plot."""
-    s = _settings(c)
-    _guard(views.bench, _out, s, repetitions=int(repetitions), steps=int(steps), tuning=tuning,
-           source=source or s.data_source)
+    _run(lambda out, s: views.bench(out, s, repetitions=repetitions or 3, steps=steps or 81,
+                                    tuning=tuning or "default", source=source or s.data_source,
+                                    isolation=isolation or s.isolation), c)
 
 
-@task(help={"workers": "comma-separated worker counts", "steps": "steps per run",
-            "tuning": "kit settings profile", "source": "data source"})
-def sweep(c, workers="1,2,4", steps=61, tuning="default", source=None):
+@task(help={"workers": "comma-separated worker counts (default 1,2,4)", "steps": "steps per run (default 61)",
+            "tuning": "kit settings profile", "source": "data source", "isolation": "auto | netns | none"})
+def sweep(c, workers=None, steps=None, tuning=None, source=None, isolation=None):
     """Scaling sweep: the cluster with N workers for each N, against the ideal line."""
-    s = _settings(c)
-    _guard(views.sweep, _out, s, workers=workers, steps=int(steps), tuning=tuning,
-           source=source or s.data_source)
+    _run(lambda out, s: views.sweep(out, s, workers=workers or "1,2,4", steps=steps or 61,
+                                    tuning=tuning or "default", source=source or s.data_source,
+                                    isolation=isolation or s.isolation), c)
 
 
 @task(aliases=["base-image"], help={"force": "debootstrap again even if the tag exists"})
@@ -159,26 +158,21 @@ def build_base_image(c, force=False):
     """Offline image, step 1: a debootstrap'ed Debian bookworm as reprokit/debian-base:bookworm.
 
     Runs as root and needs deb.debian.org (apt's mirror), not Docker Hub."""
-    base = _guard(offline.build_base_image, echo=_out, force=force)
-    _out(f"{base.tag}: {'built' if base.built else 'already here'} ({base.id[:19]}, {base.size >> 20} MiB)")
+    _run(views.build_base_image, c, force=force)
 
 
 @task(help={"force": "download again even if wheels/manifest.json says every wheel is there"})
 def download_wheels(c, force=False):
     """Offline image, step 2: TensorFlow 2.21 and its dependencies as wheels in wheels/, from PyPI."""
-    wheels = _guard(offline.download_wheels, echo=_out, force=force)
-    _out(f"{wheels.dest}: {len(wheels.files)} wheels, {wheels.size >> 20} MiB, "
-         + ("downloaded" if wheels.downloaded else "already there (manifest checked)"))
+    _run(views.download_wheels, c, force=force)
 
 
-@task(help={"base": f"{imagelib.REGISTRY_BASE} (pulled if absent) or {imagelib.OFFLINE_BASE}; "
+@task(help={"base": "tensorflow/tensorflow:2.21.0 (pulled if absent) or reprokit/debian-base:bookworm; "
                     "default: the registry base if it is here, else the offline one if that is",
             "force": "rebuild without the build cache even if the tag exists"})
 def build_image(c, base=None, force=False):
     """The Docker backend's image: docker/Dockerfile on the base, tagged by a hash of its inputs."""
-    info = _guard(lambda: imagelib.build_image(base or docker_backend.choose_base(), force, _out))
-    _out(f"{info.tag}: {'built' if info.built else 'already built from these inputs'} "
-         f"({info.id[:19]}, base {info.base}, tensorflow {info.tf_version})")
+    _run(views.build_image, c, base=base, force=force)
 
 
 ns = Collection(verify, apply_patches, explain_patches, data, standalone, ps, worker, client, reproduce,

@@ -1,37 +1,69 @@
-"""The one place the kit runs external commands: it echoes what it runs and keeps the evidence."""
+"""The one place the kit runs external commands: it echoes what it runs and keeps the evidence.
+
+`run` waits for a command and raises with its output on failure; `attempt` waits and returns the
+exit code and output for the caller to judge; `spawn` starts a long-running one (a role, a
+supervisor) and returns the process. Each echoes the command as a person could type it again.
+"""
 
 from __future__ import annotations
 
 import shlex
 import subprocess
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO, Any
 
 from reprokit.errors import CommandError
 
 Echo = Callable[[str], None]
 
 
-def _silent(_: str) -> None:
-    pass
+def silent(_: str) -> None:
+    """An Echo that shows nothing."""
 
 
-def run(
-    argv: Sequence[str],
-    *,
-    cwd: Path | None = None,
-    env: dict[str, str] | None = None,
-    echo: Echo = _silent,
-    hint: str = "",
-    tail_lines: int = 20,
-) -> str:
-    """Run ``argv`` to completion and return its combined output; raise CommandError on failure."""
+def shown(argv: Sequence[str]) -> str:
+    """The command line as a person would type it, quoted where the shell needs it."""
+    return "$ " + shlex.join(str(a) for a in argv)
+
+
+def attempt(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
+            echo: Echo = silent, timeout: float | None = None) -> tuple[int, str]:
+    """Run ``argv`` to completion; its exit code and combined output (code 127: not installed)."""
     argv = [str(a) for a in argv]
-    echo("$ " + shlex.join(argv))
-    proc = subprocess.run(
-        argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-    if proc.returncode != 0:
-        tail = "\n".join(proc.stdout.splitlines()[-tail_lines:])
-        raise CommandError(argv, proc.returncode, tail, hint)
-    return proc.stdout
+    echo(shown(argv))
+    try:
+        proc = subprocess.run(argv, cwd=cwd, env=None if env is None else dict(env), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, errors="replace", timeout=timeout)
+    except FileNotFoundError as error:
+        return 127, str(error)
+    except subprocess.TimeoutExpired as error:
+        output = error.output.decode(errors="replace") if isinstance(error.output, bytes) else (error.output or "")
+        return 124, output + f"\n(stopped after {timeout} s)"
+    return proc.returncode, proc.stdout
+
+
+def run(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
+        echo: Echo = silent, hint: str = "", tail_lines: int = 20, timeout: float | None = None) -> str:
+    """Run ``argv`` to completion and return its combined output; raise CommandError on failure."""
+    code, output = attempt(argv, cwd=cwd, env=env, echo=echo, timeout=timeout)
+    if code != 0:
+        tail = "\n".join(output.splitlines()[-tail_lines:])
+        raise CommandError([str(a) for a in argv], code, tail, hint)
+    return output
+
+
+def spawn(argv: Sequence[str], *, env: Mapping[str, str] | None = None, echo: Echo = silent,
+          stdout: int | IO[Any] | None = subprocess.PIPE, stderr: int | IO[Any] | None = subprocess.STDOUT,
+          new_session: bool = False, text: bool = True) -> subprocess.Popen:
+    """Start ``argv`` and return the process: stdin closed, stderr merged into stdout unless given.
+
+    No ``preexec_fn``: it is not safe while other threads run (ours pump logs). What a child
+    must do before it runs (die with its parent, a CPU set) is done by a prefix program
+    (setpriv, taskset) in ``argv`` itself.
+    """
+    argv = [str(a) for a in argv]
+    echo(shown(argv))
+    return subprocess.Popen(argv, env=None if env is None else dict(env), stdin=subprocess.DEVNULL,
+                            stdout=stdout, stderr=stderr, text=text,
+                            errors="replace" if text else None, start_new_session=new_session)

@@ -1,67 +1,79 @@
-"""A reproduction as named stages: prepare, data, standalone, cluster, check, report, teardown.
+"""A reproduction as named stages: prepare, data, standalone, cluster, check, teardown, report.
 
-Each stage writes its own log (runs/<id>/stages/NN-<stage>.log); teardown always runs.
+Each stage writes its own log (runs/<id>/stages/NN-<stage>.log); teardown and the report always
+run, and an error in them never hides the error that came before. `invoke reproduce`,
+`invoke standalone`, `invoke client` and the benchmark all build their roles here.
 """
 
 from __future__ import annotations
 
-import json
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from reprokit.data import prepare as datalib
+from reprokit.commands import Echo
+from reprokit.data.prepare import DataResult, prepare_data
 from reprokit.errors import ClusterError, KitError
-from reprokit.judge.verdict import RUN_FILE, Judgement, judge_run
+from reprokit.files import write_json
+from reprokit.judge.verdict import Judgement, judge_run
+from reprokit.names import MAIN_ROLE, MODES, RUN_FILE, STANDALONE
+from reprokit.options import Options, check_backend, run_options
 from reprokit.report import markdown as report
 from reprokit.report import results as resultslib
-from reprokit.run.cluster import Cluster, make_layout
-from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles, standalone_role
-from reprokit.run.supervisor import Outcome, still_running
-from reprokit.run.tuning import PROFILES, Tuning
+from reprokit.run.backends import Backend, Exposure, make_backend
+from reprokit.run.cluster import Cluster, CpuLayout, make_layout
+from reprokit.run.manual import ExternalCluster
+from reprokit.run.process import still_running
+from reprokit.run.roles import (
+    PROGRAMS,
+    Instruments,
+    RoleSpec,
+    Trainer,
+    TrainingArgs,
+    cluster_roles,
+    standalone_role,
+)
+from reprokit.run.runner import Outcome, Progress
 from reprokit.runs import new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources import workspace
+from reprokit.stages import StageRecord, Stages
 
-Echo = Callable[[str], None]
-Progress = Callable[[str, int, float], None]
-
-
-class Backend(Protocol):
-    name: str
-    python: str
-    role_server: str
-
-    def cluster(self, workers: int) -> Cluster: ...
-    def facts(self) -> dict: ...
-    def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome: ...
-    def teardown(self) -> list[str]: ...
+Download = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
-class Options:
-    steps: int
-    workers: int
-    layout: str
-    data_source: str
-    synthetic_records: int
-    cpus: dict[str, str] = field(default_factory=dict)
+class Request:
+    """A run as a task was asked for it, before any checking: the command line's text, None
+    where the person gave nothing (invoke.yaml's setting then applies)."""
+
+    steps: Any = None
+    quick: bool = False
+    workers: Any = None
+    layout: str | None = None
+    cpus: str = ""
+    source: str | None = None
+    backend: str | None = None
+    isolation: str | None = None
     run_id: str | None = None
-    modes: tuple[str, ...] = ("standalone", "cluster")
-    tuning: Tuning = PROFILES["default"]
+    tuning: str | None = None
+    program: str | None = None
+    modes: tuple[str, ...] = MODES
 
+    def options(self, s: Settings, workers: Any = None) -> Options:
+        steps = self.steps if self.steps is not None else (s.quick_steps if self.quick else s.steps)
+        return run_options(s, steps=steps, workers=workers or self.workers or s.workers,
+                           layout=self.layout or s.layout, cpus=self.cpus or "", source=self.source or s.data_source,
+                           run_id=self.run_id, tuning=self.tuning or "default", program=self.program or "article",
+                           modes=self.modes)
 
-@dataclass
-class StageRecord:
-    name: str
-    status: str = "not run"
-    seconds: float = 0.0
-    log: str = ""
-    error: str = ""
+    def backend_name(self, s: Settings) -> str:
+        return self.backend or s.backend
+
+    def isolation_mode(self, s: Settings) -> str:
+        return self.isolation or s.isolation
 
 
 @dataclass
@@ -71,103 +83,113 @@ class Reproduction:
     judgement: Judgement | None = None
     results: dict[str, Any] = field(default_factory=dict)
     error: str = ""
+    exposure: Exposure | None = None
 
     @property
     def passed(self) -> bool:
         return not self.error and self.judgement is not None and self.judgement.passed
 
 
-class _Stages:
-    def __init__(self, run_dir: Path, echo: Echo) -> None:
-        self.dir = run_dir / "stages"
-        self.dir.mkdir()
-        self.echo = echo
-        self.records: list[StageRecord] = []
+def mode_roles(mode: str, options: Options, layout: CpuLayout, backend: Backend, sources: Path, data_dir: Path,
+               train_dir: Path, instruments: Instruments | None = None) -> list[RoleSpec]:
+    """The roles of one mode, in start order: what a reproduction and the benchmark both run."""
+    training = TrainingArgs(options.steps, str(data_dir), str(train_dir))
+    trainer = Trainer(backend.python, str(sources), PROGRAMS[options.program][mode], instruments)
+    tuning = options.tuning
+    if mode == "standalone":
+        return [standalone_role(training, trainer, cpus=layout.for_role(STANDALONE), env=tuning.env)]
+    return cluster_roles(backend.cluster(options.workers), training, trainer, layout.cpus,
+                         role_server=backend.role_server, threads=tuning.server_threads, env=tuning.env,
+                         server_env=tuning.server_env, client_hosts_ps=tuning.client_hosts_ps)
 
-    @contextmanager
-    def stage(self, name: str) -> Iterator[Echo]:
-        record = StageRecord(name, log=f"stages/{len(self.records) + 1:02d}-{name}.log")
-        self.records.append(record)
-        started = time.monotonic()
-        with (self.dir.parent / record.log).open("w") as log:
-            def say(line: str) -> None:
-                log.write(f"{datetime.now().isoformat(timespec='seconds')} {line}\n")
-                log.flush()
-                self.echo(line)
-            say(f"== {name}")
-            try:
-                yield say
-                record.status = "ok"
-            except BaseException as exc:
-                record.status = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
-                record.error = str(exc) or type(exc).__name__
-                say(f"{name} {record.status}: {record.error}")
-                raise
-            finally:
-                record.seconds = round(time.monotonic() - started, 2)
+
+def run(settings: Settings, request: Request, echo: Echo, progress: Progress | None = None,
+        download: Download | None = None) -> Reproduction:
+    """Check the request, choose its backend, and reproduce."""
+    options = request.options(settings)
+    name, isolation = request.backend_name(settings), request.isolation_mode(settings)
+    check_backend(name, isolation, options.tuning)
+    backend = make_backend(settings, name, isolation)
+    return reproduce(settings, options, backend, echo, progress, download)
+
+
+def run_client(settings: Settings, request: Request, cluster: Cluster, echo: Echo,
+               progress: Progress | None = None, download: Download | None = None) -> Reproduction:
+    """The cluster mode against servers started elsewhere: only the client runs here."""
+    options = request.options(settings, workers=len(cluster.workers))
+    backend = ExternalCluster(cluster, settings.probe_timeout_s, settings.watchdog)
+    return reproduce(settings, options, backend, echo, progress, download)
 
 
 def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo,
-              progress: Progress | None = None) -> Reproduction:
+              progress: Progress | None = None, download: Download | None = None) -> Reproduction:
     """Run every stage; the run folder holds the logs, results.json, report.md and the plot."""
     # The layout first: a bad --cpus must fail before a run folder exists.
     layout = make_layout(options.layout, options.workers, explicit=options.cpus)
     run_dir = new_run_dir(settings.runs_dir, options.run_id).resolve()
-    stages = _Stages(run_dir, echo)
+    stages = Stages(run_dir, echo)
     result = Reproduction(run_dir, stages.records)
-    run_info: dict[str, Any] = {"steps": options.steps, "workers": options.workers, "modes": list(options.modes),
-                                "tuning": options.tuning.name,
-                                "layout": layout.name, "cpus": layout.cpus, "started": datetime.now().isoformat()}
-    (run_dir / RUN_FILE).write_text(json.dumps(run_info, indent=1))
     outcomes: dict[str, Outcome] = {}
-    data_result = None
+    data: DataResult | None = None
     try:
+        write_json(run_dir / RUN_FILE, {
+            "steps": options.steps, "workers": options.workers, "modes": list(options.modes),
+            "program": options.program, "tuning": options.tuning.name, "layout": layout.name,
+            "cpus": layout.cpus, "started": datetime.now().isoformat()})
         with stages.stage("prepare") as say:
             applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, settings.sources_dir)
             say(f"patched sources in {applied.out_dir}: "
                 + ("already applied" if applied.already_applied else "applied"))
         with stages.stage("data") as say:
-            data_result = datalib.prepare_data(options.data_source, settings.data_dir,
-                                               records_per_file=options.synthetic_records)
-            say(f"data: {data_result.source} in {data_result.batches_dir}")
-            if data_result.notice:
-                say("NOTICE: " + data_result.notice)
-        sources = str(settings.sources_dir.resolve())
+            data = prepare_data(options.data_source, settings.data_dir, records_per_file=options.synthetic_records,
+                                progress=download)
+            say(f"data: {data.source} in {data.batches_dir}")
+            if data.notice:
+                say("NOTICE: " + data.notice)
         for mode in options.modes:
             with stages.stage(mode) as say:
-                training = TrainingArgs(options.steps, str(data_result.data_dir), str(run_dir / f"train_{mode}"))
-                tuning = options.tuning
-                if mode == "standalone":
-                    roles = [standalone_role(training, python=backend.python, sources=sources,
-                                             cpus=layout.for_role("standalone"), env=tuning.env)]
-                else:
-                    roles = cluster_roles(backend.cluster(options.workers), training, layout.cpus,
-                                          python=backend.python, sources=sources, role_server=backend.role_server,
-                                          threads=tuning.server_threads, env=tuning.env,
-                                          client_hosts_ps=tuning.client_hosts_ps)
-                    roles = [replace(r, env={**r.env, **tuning.server_env}) if r.is_server else r for r in roles]
+                roles = mode_roles(mode, options, layout, backend, settings.sources_dir.resolve(), data.data_dir,
+                                   run_dir / f"train_{mode}")
                 for role in roles:
-                    say(f"{role.name}: cpus {role.cpus}" + (f", {role.address}" if role.address else ""))
-                main = roles[-1].name
-                outcome = backend.run(run_dir, roles, main, progress)
+                    say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
+                if any(r.is_server for r in roles):
+                    result.exposure = backend.exposure(backend.cluster(options.workers))
+                    say(f"servers listen on: {result.exposure.where}")
+                outcome = backend.run(run_dir, roles, MAIN_ROLE[mode], progress)
                 outcomes[mode] = outcome
                 if not outcome.ok:
-                    raise ClusterError(f"the {mode} run failed: {outcome.message}",
-                                       f"logs are kept in {run_dir}")
+                    raise ClusterError(f"the {mode} run failed: {outcome.message}", f"logs are kept in {run_dir}")
                 say(f"{mode}: finished, logs in {run_dir}")
         with stages.stage("check") as say:
             result.judgement = judge_run(run_dir, settings.rules)
             for line in result.judgement.summary.lines:
                 say(line)
-    except KitError as exc:
-        result.error = str(exc)
+    except (KitError, OSError) as exc:
+        result.error = str(exc) if isinstance(exc, KitError) else f"could not write in {run_dir}: {exc}"
     finally:
-        with stages.stage("teardown") as say:
-            left = backend.teardown() + still_running(outcomes)
-            say("nothing left running" if not left else "left running: " + ", ".join(map(str, left)))
-        with stages.stage("report") as say:
-            result.results = resultslib.build_results(settings, options, layout, backend.facts(), data_result,
-                                                  outcomes, result.judgement, stages.records, result.error)
-            written = report.write_all(run_dir, result.results)
-            say("wrote " + ", ".join(str(p.name) for p in written))
+        _teardown(stages, backend, outcomes, result)
+        _report(stages, settings, options, layout, backend, data, outcomes, result)
     return result
+
+
+def _teardown(stages: Stages, backend: Backend, outcomes: dict[str, Outcome], result: Reproduction) -> None:
+    with stages.stage("teardown") as say:
+        left = backend.teardown() + [str(pid) for pid in still_running(outcomes)]
+        say("nothing left running" if not left else "left running: " + ", ".join(left))
+        if left and not result.error:
+            result.error = "teardown left things running: " + ", ".join(left)
+
+
+def _report(stages: Stages, settings: Settings, options: Options, layout: CpuLayout, backend: Backend,
+            data: DataResult | None, outcomes: dict[str, Outcome], result: Reproduction) -> None:
+    """The report stage: its own failure is added to the run's error, never put in its place."""
+    try:
+        with stages.stage("report") as say:
+            result.results = resultslib.build_results(settings, options, layout, backend.facts(), data, outcomes,
+                                                      result.judgement, stages.records, result.error,
+                                                      result.exposure)
+            written = report.write_all(result.run_dir, result.results)
+            say("wrote " + ", ".join(str(p.name) for p in written))
+    except (KitError, OSError) as exc:
+        failure = f"the report could not be written: {exc}"
+        result.error = f"{result.error}\n{failure}" if result.error else failure

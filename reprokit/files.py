@@ -8,6 +8,7 @@ leaves the previous version (or nothing), never half of one. Checksums live here
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -99,3 +100,10 @@ def make_folder(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(FOLDER_MODE)
     return path
+
+
+def write_figure(figure: Any, path: Path) -> Path:
+    """A matplotlib figure as a PNG, written whole like every other generated file."""
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return write_bytes(path, buffer.getvalue())

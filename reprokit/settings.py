@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import Any
+
+from reprokit.errors import KitError
+from reprokit.run.runner import Watchdog
 
 
 @dataclass(frozen=True)
@@ -26,10 +29,13 @@ class Settings:
     backend: str = "local"
     isolation: str = "auto"
     probe_timeout_s: float = 60.0
+    first_step_timeout_s: float = 900.0
+    stall_factor: float = 20.0
+    stall_floor_s: float = 120.0
 
     @property
-    def role_server(self) -> Path:
-        return Path(__file__).parent / "run" / "role_server.py"
+    def watchdog(self) -> Watchdog:
+        return Watchdog(self.first_step_timeout_s, self.stall_factor, self.stall_floor_s)
 
     @property
     def article_logs(self) -> Path:
@@ -37,13 +43,34 @@ class Settings:
 
 
 def from_mapping(values: Mapping[str, Any], root: Path) -> Settings:
-    """Build Settings from invoke's `reprokit:` config; relative paths are under root."""
-    known = {f.name: f for f in fields(Settings)}
+    """Settings from invoke's `reprokit:` config; relative paths are under root.
+
+    An unknown key is refused, naming the known ones: a misspelt `stall_factr` must not leave
+    the default silently in force. Values are checked against each setting's type."""
+    known = {f.name: f for f in fields(Settings) if f.name != "root"}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise KitError(f"invoke.yaml: unknown setting{'s' if len(unknown) > 1 else ''} under `reprokit:`: "
+                       f"{', '.join(unknown)}", f"the settings are: {', '.join(known)}")
     kwargs: dict[str, Any] = {"root": root}
     for key, value in values.items():
-        if key not in known or key == "root":
-            continue
-        if known[key].type in ("Path",):
-            value = Path(value) if Path(value).is_absolute() else root / value
-        kwargs[key] = value
+        kwargs[key] = _typed(key, known[key].type, value, root)
+    missing = [name for name, f in known.items() if f.default is MISSING and name not in kwargs]
+    if missing:
+        raise KitError(f"invoke.yaml: `reprokit:` lacks {', '.join(missing)}",
+                       "restore the repository's invoke.yaml (`git checkout invoke.yaml`)")
     return Settings(**kwargs)
+
+
+def _typed(key: str, kind: Any, value: Any, root: Path) -> Any:
+    kinds = {"Path": Path, "int": int, "float": float, "str": str}
+    convert = kinds.get(kind if isinstance(kind, str) else getattr(kind, "__name__", ""), str)
+    try:
+        if convert is Path:
+            return Path(value) if Path(value).is_absolute() else root / value
+        if convert in (int, float) and isinstance(value, bool):
+            raise ValueError("a yes/no where a number belongs")
+        return convert(value)
+    except (TypeError, ValueError) as error:
+        raise KitError(f"invoke.yaml: reprokit.{key} = {value!r} is not a {convert.__name__} ({error})",
+                       "fix that line of invoke.yaml") from None

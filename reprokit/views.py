@@ -1,34 +1,32 @@
-"""What each task shows a person: tables, progress and verdicts.
+"""What each task shows a person: tables, progress lines and verdicts.
 
-Every function takes `out`, a one-line writer that tasks.py supplies; nothing
-here writes to the terminal by itself, so the same views serve tests too.
+Each view calls one function of the package and formats what it returns; the checking, the
+choosing and the running happen in the package. Every view takes `out`, a one-line writer that
+tasks.py supplies, so the same views serve the tests too.
 """
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+from reprokit import experiment
+from reprokit import options as optionslib
+from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
-from reprokit.errors import ClusterError, KitError
-from reprokit.experiment import Options
-from reprokit.experiment import reproduce as run_reproduction
 from reprokit.judge.verdict import judge_run
+from reprokit.names import REPORT
 from reprokit.report import markdown as reportlib
-from reprokit.run import cluster as clusterlib
-from reprokit.run.local import LocalBackend
-from reprokit.run.roles import TrainingArgs, client_role, server_role
-from reprokit.runs import find_run, new_run_dir
+from reprokit.run import manual
+from reprokit.run.backends import make_backend
+from reprokit.run.cluster import cluster_from
+from reprokit.runs import find_run
 from reprokit.settings import Settings
-from reprokit.sources import patches as patchlib
 from reprokit.sources import teaching, workspace
-from reprokit.sources.upstream import read_lines
 from reprokit.sources.verify import run_checks
 
-Out = Callable[[str], None]
+Out = Echo
 
 
 def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
@@ -64,26 +62,19 @@ def apply_patches(out: Out, s: Settings, *, dry_run: bool, clean: bool, force: b
 
 
 def explain_patches(out: Out, s: Settings, *, normal: bool, placement: bool = False) -> None:
-    files = workspace.expected_files(s.upstream_dir, s.patches_dir)
-    for path in patchlib.read_series(s.patches_dir):
-        patch = patchlib.parse_patch(path)
-        before = read_lines(s.upstream_dir / patch.source_name)
-        after = files[patch.target_name].splitlines()
-        if normal:
-            out(f"$ diff upstream/{patch.source_name} {patch.target_name}")
-            out(teaching.normal_diff(before, after).rstrip("\n"))
-        else:
-            out(teaching.explain(patch, before, after))
+    for lesson in teaching.lessons(s.upstream_dir, s.patches_dir, normal=normal):
+        out(lesson)
         out("")
     if placement:
         from reprokit.bench.placement import lesson_lines, variable_devices
 
-        devices = variable_devices(workspace.apply_all(s.upstream_dir, s.patches_dir, s.sources_dir).out_dir.resolve())
-        for line in lesson_lines(devices):
+        sources = workspace.apply_all(s.upstream_dir, s.patches_dir, s.sources_dir).out_dir.resolve()
+        for line in lesson_lines(variable_devices(sources)):
             out(line)
 
 
-def _download_progress(out: Out) -> Callable[[int, int], None]:
+def download_progress(out: Out) -> Callable[[int, int], None]:
+    """A bar every 5%: 'downloading' must never look like 'hung'."""
     shown = [-1]
 
     def progress(done: int, total: int) -> None:
@@ -95,8 +86,9 @@ def _download_progress(out: Out) -> Callable[[int, int], None]:
     return progress
 
 
-def data(out: Out, s: Settings, source: str, records: int, data_dir: Path) -> None:
-    result = prepare_data(source, data_dir, records_per_file=records, progress=_download_progress(out))
+def data(out: Out, s: Settings, source: str, records: Any, data_dir: Path) -> None:
+    result = prepare_data(source, data_dir, records_per_file=optionslib.whole_number(records, "records"),
+                          progress=download_progress(out))
     if result.notice:
         out("NOTICE: " + result.notice)
     out(f"data: {result.source} -> {result.batches_dir}")
@@ -104,49 +96,46 @@ def data(out: Out, s: Settings, source: str, records: int, data_dir: Path) -> No
         out(f"  {f.name:<16} {f.records:6d} records  sha256 {f.sha256[:16]}…")
 
 
-def make_backend(s: Settings, name: str, isolation: str):
-    if name == "local":
-        return LocalBackend(isolation, probe_timeout_s=s.probe_timeout_s)
-    if name == "docker":
-        from reprokit.run.containers.backend import DockerBackend
-
-        return DockerBackend(s)
-    raise KitError(f"unknown backend {name!r}", "choose local or docker")
-
-
-def _progress(out: Out) -> Callable[[str, int, float], None]:
+def step_progress(out: Out) -> Callable[[str, int, float], None]:
     return lambda role, step, rate: out(f"  {role:<10} step {step:5d}  {rate:8.1f} examples/sec")
 
 
-def _finish(out: Out, result) -> bool:
+def finish(out: Out, result: experiment.Reproduction) -> bool:
+    """The end of a run: its error, where it is, the speed table, and one verdict line."""
     if result.error:
         out("error: " + result.error)
     out(f"run folder: {result.run_dir}")
     if result.results.get("speed"):
         for line in reportlib.speed_table(result.results):
             out(line)
-    out(f"report: {result.run_dir / reportlib.REPORT}")
-    out("PASS" if result.passed else "FAIL")
+    out(f"report: {result.run_dir / REPORT}")
+    verdict = "PASS" if result.passed else "FAIL"
+    exposure = result.exposure
+    out(verdict + (f" (the servers were reachable on {exposure.where})" if exposure and exposure.beyond_run else ""))
     return result.passed
 
 
-def reproduce(out: Out, s: Settings, *, steps: int, workers: int, layout: str, cpus: str, source: str,
-              backend: str, isolation: str, run_id: str | None,
-              modes: tuple[str, ...] = ("standalone", "cluster"), tuning: str = "default") -> bool:
-    from reprokit.run.tuning import profile
-
-    options = Options(steps, workers, layout, source, s.synthetic_records,
-                      clusterlib.parse_cpu_overrides(cpus), run_id, modes, profile(tuning))
-    if backend == "docker" and options.tuning.client_hosts_ps:
-        raise KitError(f"--tuning {tuning} runs the ps inside the client's process, and the Docker backend "
-                       "gives every role a container of its own", "use --backend local with it")
-    result = run_reproduction(s, options, make_backend(s, backend, isolation), out, _progress(out))
-    return _finish(out, result)
+def reproduce(out: Out, s: Settings, request: experiment.Request) -> bool:
+    return finish(out, experiment.run(s, request, out, step_progress(out), download_progress(out)))
 
 
-def standalone(out: Out, s: Settings, steps: int, cpus: str | None, source: str) -> bool:
-    return reproduce(out, s, steps=steps, workers=1, layout="article", cpus=f"standalone={cpus}" if cpus else "",
-                     source=source, backend="local", isolation="none", run_id=None, modes=("standalone",))
+def client(out: Out, s: Settings, request: experiment.Request, cluster_file: str | None, ps: str | None,
+           workers: str | None) -> bool:
+    """The cluster trainer against servers started elsewhere, judged like a reproduction."""
+    cluster = cluster_from(cluster_file, ps, workers)
+    manual.require_reachable(cluster)
+    out(f"client: session on grpc://{cluster.ps}")
+    return finish(out, experiment.run_client(s, request, cluster, out, step_progress(out), download_progress(out)))
+
+
+def serve(out: Out, s: Settings, job: str, task: Any, cluster_file: str | None, ps: str | None,
+          workers: str | None) -> int:
+    import sys
+
+    cluster = cluster_from(cluster_file, ps, workers)
+    role = manual.serving_role(cluster, job, optionslib.whole_number(task, "index", minimum=0), sys.executable)
+    out(f"cluster {cluster.spec}")
+    return manual.serve(role, out)
 
 
 def compare_logs(out: Out, s: Settings, run: str) -> bool:
@@ -161,70 +150,32 @@ def report(out: Out, s: Settings, run: str) -> None:
         out(f"wrote {path}")
 
 
-def _cluster_from(cluster_file: str | None, ps: str | None, workers: str | None) -> clusterlib.Cluster:
-    if cluster_file:
-        return clusterlib.load_cluster(Path(cluster_file))
-    if ps and workers:
-        return clusterlib.Cluster(ps, tuple(w.strip() for w in workers.split(",") if w.strip()))
-    raise KitError("no cluster given", 'pass --cluster FILE (JSON like {"ps": ["172.17.0.2:2222"], "worker": '
-                   '["172.17.0.3:2222", "172.17.0.4:2222"]}) or --ps HOST:PORT --workers HOST:PORT,HOST:PORT')
-
-
-def serve(out: Out, s: Settings, job: str, task: int, cluster_file: str | None, ps: str | None,
-          workers: str | None) -> None:
-    """One server in the foreground, the article's way; Ctrl-C stops it."""
-    cluster = _cluster_from(cluster_file, ps, workers)
-    role = server_role(cluster, job, task, python=sys.executable, role_server=str(s.role_server), cpus="")
-    out(f"serving {role.name} at {role.address} (cluster {cluster.spec}); Ctrl-C stops it")
-    out("WARNING: TensorFlow's gRPC server is unauthenticated and listens on every interface of this machine")
-    subprocess.run(role.argv, env=None, check=False)
-
-
-def client(out: Out, s: Settings, cluster_file: str | None, ps: str | None, workers: str | None,
-           steps: int, source: str) -> bool:
-    """The cluster trainer against servers started elsewhere (`invoke ps`, `invoke worker`)."""
-    cluster = _cluster_from(cluster_file, ps, workers)
-    try:
-        with socket.create_connection((cluster.ps_host, cluster.ps_port), timeout=5):
-            pass
-    except OSError as exc:
-        raise ClusterError(f"the ps at {cluster.ps} is not reachable: {exc}",
-                           "start it first with `invoke ps --cluster FILE` on that machine") from None
-    sources = workspace.apply_all(s.upstream_dir, s.patches_dir, s.sources_dir).out_dir.resolve()
-    data_result = prepare_data(source, s.data_dir, records_per_file=s.synthetic_records)
-    run_dir = new_run_dir(s.runs_dir).resolve()
-    training = TrainingArgs(steps, str(data_result.data_dir), str(run_dir / "train_cluster"))
-    role = client_role(cluster, training, python=sys.executable, sources=str(sources), cpus="")
-    out(f"client: session on grpc://{cluster.ps}; log in {run_dir / 'client.log'}")
-    backend = LocalBackend("none", probe_timeout_s=s.probe_timeout_s)
-    outcome = backend.run(run_dir, [role], "client", _progress(out))
-    out("client finished" if outcome.ok else f"client failed: {outcome.message}")
-    return outcome.ok
-
-
-def bench(out: Out, s: Settings, *, repetitions: int, steps: int, tuning: str, source: str) -> dict:
+def bench(out: Out, s: Settings, *, repetitions: Any, steps: Any, tuning: str, source: str, isolation: str) -> dict:
     from reprokit.bench.measure import run_bench
     from reprokit.bench.tables import bench_lines, plot_bench
     from reprokit.run.tuning import profile
 
-    chosen = profile(tuning)
-    out(f"bench: {repetitions} repetitions of standalone (1 CPU) and cluster (spread), {steps} steps each; "
+    chosen, reps = profile(tuning), optionslib.whole_number(repetitions, "repetitions")
+    count = optionslib.whole_number(steps, "steps", minimum=21)
+    backend = make_backend(s, "local", isolation)
+    out(f"bench: {reps} repetitions of standalone (1 CPU) and cluster (spread), {count} steps each; "
         f"tuning '{chosen.name}': {chosen.why}")
-    results = run_bench(s, LocalBackend("auto", probe_timeout_s=s.probe_timeout_s), chosen,
-                        repetitions=repetitions, steps=steps, echo=out, data_source=source)
+    out(f"servers listen on: {backend.exposure(backend.cluster(2)).where}")
+    results = run_bench(s, backend, chosen, repetitions=reps, steps=count, echo=out, data_source=source)
     return _show(out, results, bench_lines(results), "bench", plot_bench)
 
 
-def sweep(out: Out, s: Settings, *, workers: str, steps: int, tuning: str, source: str) -> dict:
+def sweep(out: Out, s: Settings, *, workers: str, steps: Any, tuning: str, source: str, isolation: str) -> dict:
     from reprokit.bench.measure import run_sweep
     from reprokit.bench.tables import plot_sweep, sweep_lines
     from reprokit.run.tuning import profile
 
-    counts = [int(w) for w in workers.split(",") if w.strip()]
-    if not counts or min(counts) < 1:
-        raise KitError(f"--workers {workers!r}: give worker counts like 1,2,4")
-    results = run_sweep(s, LocalBackend("auto", probe_timeout_s=s.probe_timeout_s), profile(tuning),
-                        worker_counts=counts, steps=steps, echo=out, data_source=source)
+    counts = optionslib.worker_counts(workers)
+    count = optionslib.whole_number(steps, "steps", minimum=21)
+    backend = make_backend(s, "local", isolation)
+    out(f"servers listen on: {backend.exposure(backend.cluster(max(counts))).where}")
+    results = run_sweep(s, backend, profile(tuning), worker_counts=counts, steps=count, echo=out,
+                        data_source=source)
     return _show(out, results, sweep_lines(results), "sweep", plot_sweep)
 
 
@@ -235,3 +186,27 @@ def _show(out: Out, results: dict, lines: list[str], name: str, plot: Callable[[
     folder = Path(results["folder"])
     out(f"wrote {folder / (name + '.json')} and {plot(results, folder / (name + '.png'))}")
     return results
+
+
+def build_base_image(out: Out, s: Settings, *, force: bool) -> None:
+    from reprokit.run.containers import offline
+
+    base = offline.build_base_image(echo=out, force=force)
+    out(f"{base.tag}: {'built' if base.built else 'already here'} ({base.id[:19]}, {base.size >> 20} MiB)")
+
+
+def download_wheels(out: Out, s: Settings, *, force: bool) -> None:
+    from reprokit.run.containers import offline
+
+    wheels = offline.download_wheels(echo=out, force=force)
+    out(f"{wheels.dest}: {len(wheels.files)} wheels, {wheels.size >> 20} MiB, "
+        + ("downloaded" if wheels.downloaded else "already there (manifest checked)"))
+
+
+def build_image(out: Out, s: Settings, *, base: str | None, force: bool) -> None:
+    from reprokit.run.containers import image
+    from reprokit.run.containers.backend import choose_base
+
+    info = image.build_image(base or choose_base(), force, out)
+    out(f"{info.tag}: {'built' if info.built else 'already built from these inputs'} "
+        f"({info.id[:19]}, base {info.base}, tensorflow {info.tf_version})")

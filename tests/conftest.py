@@ -1,17 +1,38 @@
-"""Fixtures shared by the tests of the patch engine, the workspace, verify and the CLI."""
+"""Every fixture the tests share. Helper functions live in tests/support/ and are imported from
+there (`from tests.support.processes import wait_for`); fixtures are found here by pytest."""
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Callable
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+import docker
+from reprokit.data.prepare import prepare_data
+from reprokit.errors import DockerError
+from reprokit.run.containers.engine import connect
+from reprokit.run.containers.image import ImageInfo, build_image
+from reprokit.run.containers.offline import (
+    BaseImage,
+    WheelSet,
+    build_base_image,
+    download_wheels,
+)
 from reprokit.settings import Settings, from_mapping
 from reprokit.sources.upstream import CHECKSUM_FILE, sha256_file
+from reprokit.sources.workspace import apply_all
+from tests.support import REPO
+from tests.support.engine import REQUIRE_DOCKER, docker_required, suspects
+from tests.support.kit import RECORDS, KitInputs
+from tests.support.processes import our_processes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 PATCH_SAMPLES = ROOT / "tests" / "samples" / "patches"
 
 
@@ -64,3 +85,104 @@ def record_sums() -> Callable[[Path], None]:
             "".join(f"{sha256_file(upstream_dir / n)}  {n}\n" for n in names))
 
     return record
+
+
+# --- processes --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def no_leftover_processes(tmp_path: Path) -> Iterator[None]:
+    """After the test, no process it started may still run (role servers, trainers, supervisors).
+
+    Modules that start processes use it for every test:
+    ``pytestmark = pytest.mark.usefixtures("no_leftover_processes")``."""
+    yield
+    needles = (str(tmp_path),)
+    deadline = time.monotonic() + 5  # a SIGKILL by the death signal is delivered asynchronously
+    left = our_processes(*needles)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.2)
+        left = our_processes(*needles)
+    for proc in left:  # don't let one failure spoil the tests after it
+        try:
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert [] == [f"{p.pid}: {p.cmdline[:200]}" for p in left], "processes left running after the test"
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[[int], Path]]:
+    """``small_disk(kib)``: a folder on a tmpfs of that size, to fill up for real (needs root)."""
+    mounts: list[Path] = []
+
+    def make(kib: int) -> Path:
+        if os.geteuid() != 0:
+            pytest.skip("a full disk is a small tmpfs here, and mounting one needs root (CI runs as root)")
+        path = tmp_path / f"disk{len(mounts)}"
+        path.mkdir()
+        subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={kib}k,mode=0755", "tmpfs", str(path)], check=True)
+        mounts.append(path)
+        return path
+
+    yield make
+    for path in mounts:
+        subprocess.run(["umount", "--lazy", str(path)], check=False)
+
+
+@pytest.fixture(scope="session")
+def kit_inputs(tmp_path_factory: pytest.TempPathFactory) -> KitInputs:
+    """Generated data (200 records a file) and the patched sources, once per session."""
+    root = tmp_path_factory.mktemp("kit-inputs")
+    data = prepare_data("synthetic", root / "data", records_per_file=RECORDS)
+    applied = apply_all(REPO / "upstream", REPO / "patches", root / "patched")
+    return KitInputs(data.data_dir, applied.out_dir.resolve())
+
+
+# --- the Docker engine ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[docker.DockerClient]:
+    """The real engine, or a skip (a failure under REPROKIT_REQUIRE_DOCKER=1) saying why not."""
+    try:
+        client = connect(timeout=3600)
+    except DockerError as error:
+        if docker_required():
+            pytest.fail(f"{REQUIRE_DOCKER}=1 but Docker is not usable: {error}")
+        pytest.skip(f"Docker is not usable ({error.message}); set {REQUIRE_DOCKER}=1 to fail instead")
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+def no_leftover_containers(docker_client: docker.DockerClient) -> Iterator[None]:
+    """Fails the test if it leaves a container behind, running or not.
+
+    Other kit runs may share the engine: their containers carry their own ``reprokit.run``
+    label and are not counted, and short-lived ones (an image check) get a few seconds to go.
+    """
+    before = {container.id or "" for container in docker_client.containers.list(all=True)}
+    yield
+    deadline = time.monotonic() + 15
+    while suspects(docker_client, before) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert set() == suspects(docker_client, before)
+
+
+@pytest.fixture(scope="session")
+def offline_base(docker_client: docker.DockerClient) -> BaseImage:
+    """The debootstrap'ed base (about a minute the first time, then found by its tag)."""
+    return build_base_image(client=docker_client)
+
+
+@pytest.fixture(scope="session")
+def wheels() -> WheelSet:
+    """The TensorFlow wheels in wheels/ (downloaded once, then found by their manifest)."""
+    return download_wheels()
+
+
+@pytest.fixture(scope="session")
+def offline_image(docker_client: docker.DockerClient, offline_base: BaseImage, wheels: WheelSet) -> ImageInfo:
+    """The kit's image on the offline base (minutes the first time, then found by its tag)."""
+    return build_image(offline_base.tag, client=docker_client)

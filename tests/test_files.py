@@ -8,7 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.files import file_digest, make_folder, staged_folder, write_json, write_text
+from reprokit.files import (
+    file_digest,
+    make_folder,
+    staged_folder,
+    write_json,
+    write_text,
+)
 
 
 def test_a_staged_folder_replaces_the_target_only_when_complete(tmp_path: Path) -> None:

@@ -17,8 +17,9 @@ import pytest
 
 from reprokit.sources import teaching, workspace
 from reprokit.sources.upstream import read_lines
+from tests.support import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 TRAINER = "cifar10_multi_gpu_train.py"
 ALL_FILES = "cifar10.py, cifar10_cluster_train.py, cifar10_input.py, cifar10_multi_gpu_train.py, " \
             "cifar10_standalone_train.py"

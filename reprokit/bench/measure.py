@@ -12,29 +12,26 @@ from __future__ import annotations
 import json
 import statistics
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
-from reprokit.bench.roles import probe_role
 from reprokit.bench.timeline import breakdown
+from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
 from reprokit.errors import ClusterError
+from reprokit.experiment import mode_roles
 from reprokit.judge.logs import parse_log, step_fields
-from reprokit.judge.speed import median_rate
+from reprokit.judge.speed import WARMUP_RULE, median_rate
+from reprokit.names import MAIN_ROLE
+from reprokit.options import Options
+from reprokit.run.backends import Backend
 from reprokit.run.cluster import make_layout
-from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles, standalone_role
+from reprokit.run.roles import Instruments
 from reprokit.run.tuning import Tuning
 from reprokit.runs import new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources import workspace
 from reprokit.sources.verify import run_checks
-
-WARMUP_LOGGED_STEPS = 2
-WARMUP_RULE = ("median of the per-step examples/sec of the logged steps, the first two logged "
-               "steps (0 and 10: queue fill and first runs) excluded")
-Echo = Callable[[str], None]
 
 
 @dataclass
@@ -52,9 +49,9 @@ class ModeRun:
 class Bench:
     """Runs modes with one backend and one data set; every run gets its own sub-folder."""
 
-    def __init__(self, settings: Settings, backend: Any, tuning: Tuning, steps: int, echo: Echo,
-                 data_source: str = "auto") -> None:
-        self.settings, self.backend, self.tuning, self.steps, self.echo = settings, backend, tuning, steps, echo
+    def __init__(self, settings: Settings, backend: Backend, tuning: Tuning, steps: int, echo: Echo,
+                 data_source: str = "auto", program: str = "article") -> None:
+        self.settings, self.backend, self.echo = settings, backend, echo
         self.dir = new_run_dir(settings.runs_dir, None).resolve()
         started = time.monotonic()
         checks = run_checks(settings)
@@ -64,36 +61,27 @@ class Bench:
             raise ClusterError("invoke verify fails: the benchmark measures only a verified kit",
                                "run `invoke verify` and fix what it reports")
         self.data = prepare_data(data_source, settings.data_dir, records_per_file=settings.synthetic_records)
-        self.sources = str(settings.sources_dir.resolve())
+        self.sources = settings.sources_dir.resolve()
+        # A benchmark is an experiment with other options: the same roles, the spread layout.
+        self.options = Options(steps, 2, "spread", data_source, settings.synthetic_records, tuning=tuning,
+                               program=program)
         self.counter = 0
-
-    def _roles(self, mode: str, workers: int, train_dir: Path) -> list[RoleSpec]:
-        training = TrainingArgs(self.steps, str(self.data.data_dir), str(train_dir))
-        layout = make_layout("spread", workers)
-        if mode == "standalone":
-            return [standalone_role(training, python=self.backend.python, sources=self.sources,
-                                    cpus=layout.for_role("standalone"), env=self.tuning.env)]
-        return cluster_roles(self.backend.cluster(workers), training, layout.cpus, python=self.backend.python,
-                             sources=self.sources, role_server=self.backend.role_server,
-                             threads=self.tuning.server_threads, env=self.tuning.env,
-                             client_hosts_ps=self.tuning.client_hosts_ps)
 
     def run(self, mode: str, workers: int = 2, label: str = "", **probe: Any) -> ModeRun:
         self.counter += 1
         folder = self.dir / f"{self.counter:02d}-{mode}{workers if mode == 'cluster' else ''}{label}"
         folder.mkdir()
-        roles = self._roles(mode, workers, folder / "train")
-        roles = [replace(r, env={**r.env, **self.tuning.server_env}) if r.is_server else r for r in roles]
-        if probe:
-            roles[-1] = probe_role(roles[-1], str(folder / "probe.json"), **probe)
-        main = roles[-1].name
+        options = replace(self.options, workers=workers)
+        instruments = Instruments(str(folder / "probe.json"), **probe) if probe else None
+        roles = mode_roles(mode, options, make_layout("spread", workers), self.backend, self.sources,
+                           self.data.data_dir, folder / "train", instruments)
+        main = MAIN_ROLE[mode]
         self.echo(f"  {folder.name}: {mode}" + (f", {workers} workers" if mode == "cluster" else ""))
         outcome = self.backend.run(folder, roles, main, None)
         if not outcome.ok:
             raise ClusterError(f"bench run {folder.name} failed: {outcome.message}", f"see {folder}")
         records = parse_log(folder / f"{main}.log", main)
-        steps = step_fields(records)
-        rate = median_rate(steps, WARMUP_LOGGED_STEPS)
+        rate = median_rate(step_fields(records))
         first = next((r.logged_at for r in records if r.step is not None and r.logged_at), None)
         ready = outcome.timings.get("servers_reachable", outcome.timings.get(f"{main}_started", 0.0))
         after_ready = None if first is None else round(
@@ -119,7 +107,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
 
-def run_bench(settings: Settings, backend: Any, tuning: Tuning, *, repetitions: int, steps: int,
+def run_bench(settings: Settings, backend: Backend, tuning: Tuning, *, repetitions: int, steps: int,
               echo: Echo, data_source: str = "auto", workers: int = 2) -> dict[str, Any]:
     """Alternate standalone and cluster `repetitions` times, then the extra measurements."""
     bench = Bench(settings, backend, tuning, steps, echo, data_source)
@@ -167,7 +155,7 @@ def run_bench(settings: Settings, backend: Any, tuning: Tuning, *, repetitions: 
     return results
 
 
-def run_sweep(settings: Settings, backend: Any, tuning: Tuning, *, worker_counts: list[int], steps: int,
+def run_sweep(settings: Settings, backend: Backend, tuning: Tuning, *, worker_counts: list[int], steps: int,
               echo: Echo, data_source: str = "auto") -> dict[str, Any]:
     """The cluster with N workers for each N, beside one standalone run of the same invocation."""
     import os

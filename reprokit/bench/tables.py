@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reprokit.files import write_figure
 from reprokit.judge.speed import ARTICLE_SPEEDUP, ARTICLE_WORKERS
 
 
@@ -73,7 +74,7 @@ def plot_bench(r: dict[str, Any], path: Path) -> Path:
               ylabel="cluster / standalone", xticks=list(x))
     right.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(fig, path)
     plt.close(fig)
     return path
 
@@ -108,6 +109,6 @@ def plot_sweep(r: dict[str, Any], path: Path) -> Path:
     ax.set_xticks(sorted(set(ns + [1, 2])))
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(fig, path)
     plt.close(fig)
     return path

@@ -5,8 +5,10 @@ that single ``sess.run``'s wall time), not an average. Step 0's run also builds 
 runtime state and waits for the input queues to fill (the article: 12.8 and 11.7 examples/sec),
 so it says nothing about training speed.
 
-Warm-up rule: sort the step reports by step number and drop the first ``warmup_steps`` of them;
-by default that is step 0 alone. The rate is the median of what remains: one slow step (a
+Warm-up rule, the one every figure of the kit follows (reproduce, report, bench, sweep): sort
+the step reports by step number and drop the first ``WARMUP_STEPS`` of them, that is step 0
+alone. Step 0 is the one step that pays for filling the queues and the first runs of the
+graph; from step 10 on each report times one ordinary step. The rate is the median of what remains: one slow step (a
 summary run every 100 steps, a checkpoint every 1000) moves a median less than a mean.
 """
 
@@ -34,6 +36,11 @@ ARTICLE_CLUSTER_STEPS: dict[int, float] = {
 }
 
 
+WARMUP_STEPS = 1
+WARMUP_RULE = ("median of the per-step examples/sec of the logged steps, step 0 excluded "
+               "(it includes filling the input queues and warming up the graph)")
+
+
 class SpeedError(KitError):
     """A speed figure cannot be computed from what was given."""
 
@@ -49,14 +56,14 @@ class SpeedComparison:
     workers: int
 
 
-def after_warmup(steps: Sequence[StepFields], warmup_steps: int = 1) -> list[StepFields]:
+def after_warmup(steps: Sequence[StepFields], warmup_steps: int = WARMUP_STEPS) -> list[StepFields]:
     """The step reports that count for speed: sorted by step, the first ``warmup_steps`` dropped."""
     if warmup_steps < 0:
         raise SpeedError(f"warmup_steps must be 0 or more, got {warmup_steps}")
     return sorted(steps, key=lambda s: s.step)[warmup_steps:]
 
 
-def median_rate(steps: Sequence[StepFields], warmup_steps: int = 1) -> float | None:
+def median_rate(steps: Sequence[StepFields], warmup_steps: int = WARMUP_STEPS) -> float | None:
     """Median examples/sec of the step reports after warm-up; None when none remain."""
     kept = after_warmup(steps, warmup_steps)
     if not kept:
@@ -65,7 +72,7 @@ def median_rate(steps: Sequence[StepFields], warmup_steps: int = 1) -> float | N
 
 
 def wall_rate(
-    steps: Sequence[StepFields], examples_per_step: int, warmup_steps: int = 1
+    steps: Sequence[StepFields], examples_per_step: int, warmup_steps: int = WARMUP_STEPS
 ) -> float | None:
     """Examples/sec from the timestamps of the first and last step reports after warm-up.
 
@@ -103,7 +110,7 @@ def compare_speed(
     standalone: Sequence[StepFields],
     cluster: Sequence[StepFields],
     workers: int,
-    warmup_steps: int = 1,
+    warmup_steps: int = WARMUP_STEPS,
 ) -> SpeedComparison:
     """Compare two runs' step reports; raise SpeedError when either has none after warm-up."""
     rates = []

@@ -11,10 +11,7 @@ from reprokit.judge import checks
 from reprokit.judge import rules as ruleslib
 from reprokit.judge.logs import LogRecord, parse_log, step_fields
 from reprokit.judge.speed import SpeedComparison, compare_speed
-
-# The log that holds a mode's trainer output: the client builds the cluster's graph.
-TRAINER_LOG = {"standalone": "standalone.log", "cluster": "client.log"}
-RUN_FILE = "run.json"
+from reprokit.names import MAIN_ROLE, RUN_FILE, trainer_log
 
 
 @dataclass(frozen=True)
@@ -46,8 +43,8 @@ def judge_run(run_dir: Path, rules_path: Path) -> Judgement:
     verdicts: list[ruleslib.Verdict] = []
     records: dict[str, list[LogRecord]] = {}
     for mode in run["modes"]:
-        path = run_dir / TRAINER_LOG[mode]
-        records[mode] = parse_log(path, "client" if mode == "cluster" else mode) if path.is_file() else []
+        path = trainer_log(run_dir, mode)
+        records[mode] = parse_log(path, MAIN_ROLE[mode]) if path.is_file() else []
         context = ruleslib.run_context(mode, run["steps"], run["workers"])
         verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
                                         sources=[path])

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-RESULTS, REPORT, PLOT = "results.json", "report.md", "speed.png"
+from reprokit.files import write_figure, write_json, write_text
+from reprokit.names import PLOT, REPORT, RESULTS
 
 
 def _fmt(value: float | None, digits: int = 1, suffix: str = "") -> str:
@@ -103,20 +104,18 @@ def plot(results: dict[str, Any], path: Path) -> Path | None:
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
     fig.tight_layout()
-    fig.savefig(path)
+    write_figure(fig, path)
     plt.close(fig)
     return path
 
 
 def write_all(run_dir: Path, results: dict[str, Any]) -> list[Path]:
     """Write results.json, the plot and report.md; return the paths written."""
-    written = [run_dir / RESULTS]
-    written[0].write_text(json.dumps(results, indent=1, default=str))
+    written = [write_json(run_dir / RESULTS, results)]
     png = plot(results, run_dir / PLOT)
     if png:
         written.append(png)
-    (run_dir / REPORT).write_text(markdown(results, png.name if png else None))
-    written.append(run_dir / REPORT)
+    written.append(write_text(run_dir / REPORT, markdown(results, png.name if png else None)))
     return written
 
 

@@ -16,9 +16,6 @@ from reprokit.run.cluster import CpuLayout
 from reprokit.sources.patches import read_series
 from reprokit.sources.upstream import read_checksums, sha256_file
 
-WARMUP_RULE = ("median examples/sec of the logged steps, step 0 excluded "
-               "(it includes filling the input queues and warming up the graph)")
-
 
 def package_version(*names: str) -> str | None:
     for name in names:
@@ -65,7 +62,7 @@ def _steps(records: list) -> list[dict[str, Any]]:
 
 
 def build_results(settings: Any, options: Any, layout: CpuLayout, backend: dict, data: Any,
-                  outcomes: dict, judgement: Any, stages: list, error: str) -> dict[str, Any]:
+                  outcomes: dict, judgement: Any, stages: list, error: str, exposure: Any = None) -> dict[str, Any]:
     """Everything the report shows, as plain data."""
     speed = judgement.speed if judgement else None
     verdict = "PASS" if (not error and judgement is not None and judgement.passed) else "FAIL"
@@ -78,13 +75,14 @@ def build_results(settings: Any, options: Any, layout: CpuLayout, backend: dict,
         "layout": {"name": layout.name, "cpus": layout.cpus},
         "tuning": asdict(options.tuning),
         "backend": backend,
+        "exposure": None if exposure is None else asdict(exposure),
         "data": None if data is None else {
             "source": data.source, "synthetic": data.synthetic, "notice": data.notice,
             "official": data.official, "batches_dir": str(data.batches_dir),
         },
         "machine": machine_facts(),
         "checksums": checksums(settings),
-        "speed": None if speed is None else {**asdict(speed), "warmup_rule": WARMUP_RULE},
+        "speed": None if speed is None else {**asdict(speed), "warmup_rule": speedlib.WARMUP_RULE},
         "article": {"standalone_rate": speedlib.ARTICLE_STANDALONE_RATE,
                     "cluster_rate": speedlib.ARTICLE_CLUSTER_RATE, "speedup": speedlib.ARTICLE_SPEEDUP,
                     "workers": speedlib.ARTICLE_WORKERS},

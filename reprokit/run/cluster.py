@@ -67,6 +67,19 @@ def load_cluster(path: Path) -> Cluster:
                    tuple(_check_address(w, f"{path} worker") for w in workers))
 
 
+def cluster_from(cluster_file: str | None, ps: str | None, workers: str | None) -> Cluster:
+    """The cluster a person names: a cluster file, or --ps and --workers (not both)."""
+    if cluster_file and (ps or workers):
+        raise KitError("both --cluster and --ps/--workers given", "pass one of them")
+    if cluster_file:
+        return load_cluster(Path(cluster_file))
+    if ps and workers:
+        return Cluster(_check_address(ps, "--ps"),
+                       tuple(_check_address(w.strip(), "--workers") for w in workers.split(",") if w.strip()))
+    raise KitError("no cluster given", 'pass --cluster FILE (JSON like {"ps": ["172.17.0.2:2222"], "worker": '
+                   '["172.17.0.3:2222", "172.17.0.4:2222"]}) or --ps HOST:PORT --workers HOST:PORT,HOST:PORT')
+
+
 @dataclass(frozen=True)
 class CpuLayout:
     """Which CPUs (a taskset/cpuset list such as '0' or '0-1') each role is pinned to."""
@@ -155,5 +168,6 @@ def require_free_ports(addresses: dict[str, str]) -> None:
             except OSError:
                 raise PortBusyError(
                     f"port {port} for the {role} role ({address}) is already in use by {port_holder(port)}",
-                    "stop that process, or choose other ports with --first-port",
+                    "stop that process (or wait for the run that holds it to end), or run with --isolation netns, "
+                    "where the servers get a network of their own and no port can clash",
                 ) from None

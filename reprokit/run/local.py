@@ -1,9 +1,10 @@
 """The local backend: every role a process on this machine.
 
-The cluster runs inside a private network namespace when the OS allows one
-(see netns.py); the standalone trainer needs no network and runs beside it.
-The supervisor process does the starting, probing and tearing down; this side
-starts it, follows the main role's log for progress and reads its outcome.
+The cluster runs inside a private network namespace (see netns.py): its only interface is its
+own loopback, so nothing outside the run can reach the unauthenticated TensorFlow servers. The
+host network is used only when asked for (`--isolation none`). The standalone trainer needs no
+network and runs beside it. A supervisor process (supervisor.py) runs the roles with the runner
+inside the namespace; this side starts it, relays its progress and reads its outcome.
 """
 
 from __future__ import annotations
@@ -13,20 +14,26 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprokit import PACKAGE_PARENT
-from reprokit.errors import ClusterError
-from reprokit.judge.logs import parse_line
+from reprokit import PACKAGE_PARENT, commands
+from reprokit.errors import ClusterError, KitError
+from reprokit.names import ROLE_SERVER
 from reprokit.run import netns
+from reprokit.run.backends import Exposure
 from reprokit.run.cluster import Cluster, local_cluster, require_free_ports
 from reprokit.run.roles import RoleSpec
-from reprokit.run.supervisor import Outcome, Plan, log_path
+from reprokit.run.runner import Outcome, Progress, Watchdog
+from reprokit.run.supervisor import PARENT_ENV, Plan
 
-Progress = Callable[[str, int, float], None]  # role, step, examples/sec
+ISOLATION_MODES = ("auto", "netns", "none")
+STOP_GRACE_S = 20.0
+ISOLATION_FIXES = ("run as root, or allow unprivileged user namespaces (on Ubuntu 23.10 and later: "
+                   "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`), or pass "
+                   "--isolation none to run the servers on this machine's network, reachable by "
+                   "anyone who can reach it")
 
 
 @dataclass(frozen=True)
@@ -38,36 +45,21 @@ class Isolation:
 
 
 def choose_isolation(mode: str) -> Isolation:
-    """`auto`: a namespace where possible; `netns`: required; `none`: host network."""
+    """`auto` and `netns`: a private namespace, or an error saying how to get one; `none`: the
+    host network, because it was asked for. `auto` never falls back to the host network: an
+    unauthenticated TensorFlow master on a LAN runs any op it is sent, file reads included."""
+    if mode not in ISOLATION_MODES:
+        raise KitError(f"unknown isolation {mode!r}", f"choose one of {', '.join(ISOLATION_MODES)}")
     if mode == "none":
         return Isolation(False, "--isolation none was asked for")
     available, reason = netns.isolation_available()
     if available:
         return Isolation(True)
-    if mode == "netns":
-        raise ClusterError(f"no private network namespace: {reason}",
-                           "run as root or allow unprivileged user namespaces, or pass --isolation none")
-    return Isolation(False, reason)
+    raise ClusterError(f"no private network namespace for the cluster: {reason}", ISOLATION_FIXES)
 
 
-class _Follower:
-    """Reads new step lines from a growing log and reports them."""
-
-    def __init__(self, path: Path, role: str, progress: Progress | None) -> None:
-        self.path, self.role, self.progress, self.offset = path, role, progress, 0
-
-    def poll(self) -> None:
-        if self.progress is None or not self.path.exists():
-            return
-        with self.path.open("rb") as f:
-            f.seek(self.offset)
-            chunk = f.read()
-        complete = chunk[: chunk.rfind(b"\n") + 1]
-        self.offset += len(complete)
-        for raw in complete.decode(errors="replace").splitlines():
-            kind, fields, _, _ = parse_line(raw)
-            if kind == "step" and fields is not None:
-                self.progress(self.role, fields.step, fields.examples_per_sec)
+def _raise_interrupt(*_: object) -> None:
+    raise KeyboardInterrupt
 
 
 def run_plan(plan: Plan, *, isolation: Isolation, progress: Progress | None = None) -> Outcome:
@@ -78,78 +70,81 @@ def run_plan(plan: Plan, *, isolation: Isolation, progress: Progress | None = No
     argv = [sys.executable, "-m", "reprokit.run.supervisor", str(plan_path)]
     if isolation.isolated:
         argv = netns.unshare_prefix() + argv
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_PARENT, os.environ.get("PYTHONPATH")]))}
-    follower = _Follower(log_path(run_dir, plan.main), plan.main, progress)
+    env = {**os.environ, PARENT_ENV: str(os.getpid()),
+           "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_PARENT, os.environ.get("PYTHONPATH")]))}
+    outcome: Outcome | None = None
+    in_main_thread = threading.current_thread() is threading.main_thread()
     with (run_dir / f"{plan.main}.supervisor.log").open("w") as sup_log:
         # Its own session: a Ctrl-C reaches only us, and we stop it in order.
-        proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=sup_log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+        proc = commands.spawn(argv, env=env, stderr=sup_log, new_session=True)
+        previous = signal.signal(signal.SIGTERM, _raise_interrupt) if in_main_thread else None
         try:
-            while proc.poll() is None:
-                follower.poll()
-                time.sleep(0.5)
-            follower.poll()
-        except BaseException:  # Ctrl-C, SIGTERM, or following the log failed: stop, never leave it
+            for line in proc.stdout:  # type: ignore[union-attr]
+                event = json.loads(line)
+                if "progress" in event and progress is not None:
+                    progress(*event["progress"])
+                elif "outcome" in event:
+                    outcome = Outcome(**event["outcome"])
+            proc.wait()
+        except BaseException:  # Ctrl-C, SIGTERM, or a failing progress callback: stop, never leave it
             _stop(proc)
             raise
         finally:
-            signal.signal(signal.SIGTERM, previous)
-    return _read_outcome(run_dir, plan.main, proc.returncode)
-
-
-def _raise_interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
+            if in_main_thread:
+                signal.signal(signal.SIGTERM, previous)
+    if outcome is None:
+        raise ClusterError(f"the supervisor of {plan.main} exited with code {proc.returncode} and sent no outcome",
+                           f"see {run_dir / (plan.main + '.supervisor.log')}")
+    return outcome
 
 
 def _stop(proc: subprocess.Popen) -> None:
     proc.send_signal(signal.SIGTERM)
     try:
-        proc.wait(timeout=20)
+        proc.wait(timeout=STOP_GRACE_S)
     except subprocess.TimeoutExpired:
-        proc.kill()  # its roles die with it (PR_SET_PDEATHSIG)
+        proc.kill()  # its roles die with it (their death signal)
         proc.wait()
 
 
-def _read_outcome(run_dir: Path, main: str, code: int | None) -> Outcome:
-    path = run_dir / f"{main}.outcome.json"
-    if not path.is_file():
-        raise ClusterError(f"the supervisor of {main} exited with code {code} and wrote no outcome",
-                           f"see {run_dir / (main + '.supervisor.log')}")
-    return Outcome(**json.loads(path.read_text()))
-
-
 class LocalBackend:
-    """Roles as processes here; the cluster in its own network namespace when possible."""
+    """Roles as processes here; the cluster in its own network namespace unless told otherwise."""
 
     name = "local"
+    python = sys.executable
+    role_server = str(ROLE_SERVER)
 
-    def __init__(self, isolation: str = "auto", first_port: int = 2222, probe_timeout_s: float = 60.0) -> None:
+    def __init__(self, isolation: str = "auto", first_port: int = 2222, probe_timeout_s: float = 60.0,
+                 watchdog: Watchdog = Watchdog()) -> None:
         self.isolation = choose_isolation(isolation)
         self.first_port = first_port
         self.probe_timeout_s = probe_timeout_s
-        self.python = sys.executable
-        self.role_server = str(Path(__file__).resolve().with_name("role_server.py"))
+        self.watchdog = watchdog
 
     def cluster(self, workers: int) -> Cluster:
         return local_cluster(workers, first_port=self.first_port)
+
+    def exposure(self, cluster: Cluster) -> Exposure:
+        if self.isolation.isolated:
+            return Exposure("this run's private network namespace only (its own loopback)", beyond_run=False)
+        ports = sorted(int(a.rsplit(":", 1)[1]) for a in cluster.addresses().values())
+        return Exposure(f"every interface of this machine, TCP ports {ports[0]}-{ports[-1]} "
+                        f"(unauthenticated; {self.isolation.reason})", beyond_run=True)
 
     def facts(self) -> dict:
         return {
             "backend": self.name,
             "isolation": "private network namespace" if self.isolation.isolated else "none",
             "isolation_note": self.isolation.reason,
-            "exposed": "nothing: the servers' only interface is the namespace's own loopback"
-            if self.isolation.isolated
-            else f"the servers listen on every interface of this machine, ports {self.first_port} and up",
+            "exposed": self.exposure(self.cluster(1)).where,
         }
 
-    def run(self, plan_run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
+    def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
         has_servers = any(r.is_server for r in roles)
         isolated = self.isolation.isolated and has_servers
         if has_servers and not isolated:
             require_free_ports({r.name: r.address for r in roles if r.address})
-        plan = Plan(str(plan_run_dir), roles, main, self.probe_timeout_s, isolated)
+        plan = Plan(str(run_dir), roles, main, self.probe_timeout_s, isolated, self.watchdog)
         return run_plan(plan, isolation=Isolation(isolated, self.isolation.reason), progress=progress)
 
     def teardown(self) -> list[str]:

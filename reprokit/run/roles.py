@@ -1,6 +1,9 @@
 """Pure builders of each role's command line: ps, worker, client, standalone.
 
-Nothing here runs anything; the backends run what these return.
+Nothing here runs anything; the backends run what these return. A trainer role is built from
+parts (the program, its flags, where the ps is served, the instruments the benchmark attaches),
+so that every way of starting a trainer is one function of those parts, never an argv taken
+apart again.
 """
 
 from __future__ import annotations
@@ -8,20 +11,16 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
+from reprokit import PACKAGE_PARENT
+from reprokit.names import CLIENT, PS, STANDALONE, hostname, server_name, worker
 from reprokit.run.cluster import Cluster
 
-# The article's container hostnames.
-HOSTNAMES = {"ps": "tf_paramserver", "client": "tf_client", "standalone": "tf_standalone"}
-TRAINERS = {"standalone": "cifar10_standalone_train.py", "client": "cifar10_cluster_train.py"}
+# The programs a run can train: the article's two trainers, and the lesson's (patches/series).
+PROGRAMS: dict[str, dict[str, str]] = {
+    "article": {"standalone": "cifar10_standalone_train.py", "cluster": "cifar10_cluster_train.py"},
+}
 # Unbuffered output: the kit follows the step lines while a run is going.
 BASE_ENV = {"PYTHONUNBUFFERED": "1"}
-
-
-def hostname(role: str) -> str:
-    """tf_paramserver, tf_worker_1 (for worker0), ..., as the article names them."""
-    if role.startswith("worker"):
-        return f"tf_worker_{int(role[len('worker'):]) + 1}"
-    return HOSTNAMES[role]
 
 
 @dataclass(frozen=True)
@@ -64,55 +63,105 @@ class TrainingArgs:
                 f"--train_dir={self.train_dir}", *self.extra_flags]
 
 
-def server_role(cluster: Cluster, job: str, task: int, *, python: str, role_server: str, cpus: str,
-                threads: tuple[int, int] = (0, 0)) -> RoleSpec:
-    """A ps or worker task: role_server.py serving its slot of the ClusterSpec."""
-    name = "ps" if job == "ps" else f"worker{task}"
+@dataclass(frozen=True)
+class Instruments:
+    """What the benchmark attaches to a trainer run (reprokit.bench.probe): the trainer's files
+    stay as they are; the probe imports it and writes its findings to `out`."""
+
+    out: str
+    trace_step: int = -1
+    input_free: bool = False
+    variables_on_ps: bool = False
+
+    def flags(self) -> list[str]:
+        return (["--out", self.out, "--trace-step", str(self.trace_step)]
+                + (["--input-free"] if self.input_free else [])
+                + (["--variables-on-ps"] if self.variables_on_ps else []))
+
+
+@dataclass(frozen=True)
+class HostedPs:
+    """The ps task served by the trainer's own process (the kit's `client_hosts_ps` setting)."""
+
+    cluster: Cluster
+    role_server: str
+    threads: tuple[int, int] = (0, 0)
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """One trainer program of a run: where its file is and how it is started."""
+
+    python: str
+    sources: str
+    file: str  # e.g. cifar10_cluster_train.py, in `sources`
+    instruments: Instruments | None = None
+
+    def argv(self, flags: list[str], hosted: HostedPs | None = None) -> list[str]:
+        """The trainer with ``flags``; with ``hosted`` the same process first serves the ps task."""
+        if self.instruments is not None:
+            serve = [] if hosted is None else ["--serve-ps", json.dumps(hosted.cluster.spec),
+                                               "--ps-threads", ",".join(map(str, hosted.threads))]
+            return [self.python, "-m", "reprokit.bench.probe", "--sources", self.sources,
+                    "--trainer", self.file.removesuffix(".py"), *self.instruments.flags(), *serve, "--", *flags]
+        path = f"{self.sources}/{self.file}"
+        if hosted is None:
+            return [self.python, path, *flags]
+        server = server_args(hosted.cluster, "ps", 0, python=self.python, role_server=hosted.role_server,
+                             threads=hosted.threads)
+        return [*server, "--run-trainer", path, "--", *flags]
+
+    def env(self) -> dict[str, str]:
+        # The probe is a module of the kit: the trainer's process must find the package.
+        return {"PYTHONPATH": PACKAGE_PARENT} if self.instruments is not None else {}
+
+
+def server_args(cluster: Cluster, job: str, task: int, *, python: str, role_server: str,
+                threads: tuple[int, int] = (0, 0)) -> list[str]:
+    """role_server.py serving one task of the ClusterSpec, with its thread pools if set."""
     argv = [python, role_server, "--cluster", json.dumps(cluster.spec), "--job", job, "--task", str(task)]
     if threads != (0, 0):
         argv += ["--intra-op-threads", str(threads[0]), "--inter-op-threads", str(threads[1])]
-    return RoleSpec(name, argv, cpus, dict(BASE_ENV), cluster.addresses()[name])
+    return argv
 
 
-def client_role(cluster: Cluster, training: TrainingArgs, *, python: str, sources: str, cpus: str,
-                env: dict[str, str] | None = None) -> RoleSpec:
-    """The patched cluster trainer, its session on grpc://<ps>: PS_NODE and PS_PORT say where."""
-    argv = [python, f"{sources}/{TRAINERS['client']}", *training.flags(), f"--num_workers={len(cluster.workers)}"]
-    role_env = {**BASE_ENV, **(env or {}), "PS_NODE": cluster.ps_host, "PS_PORT": str(cluster.ps_port)}
-    return RoleSpec("client", argv, cpus, role_env)
+def server_role(cluster: Cluster, job: str, task: int, *, python: str, role_server: str, cpus: str,
+                threads: tuple[int, int] = (0, 0), env: dict[str, str] | None = None) -> RoleSpec:
+    """A ps or worker task: role_server.py serving its slot of the ClusterSpec."""
+    name = server_name(job, task)
+    argv = server_args(cluster, job, task, python=python, role_server=role_server, threads=threads)
+    return RoleSpec(name, argv, cpus, {**BASE_ENV, **(env or {})}, cluster.addresses()[name])
 
 
-def standalone_role(training: TrainingArgs, *, python: str, sources: str, cpus: str,
+def client_role(cluster: Cluster, training: TrainingArgs, trainer: Trainer, *, cpus: str,
+                env: dict[str, str] | None = None, hosted: HostedPs | None = None) -> RoleSpec:
+    """The patched cluster trainer, its session on grpc://<ps>: PS_NODE and PS_PORT say where.
+    With ``hosted``, the same process serves the ps task first: the session's target is then
+    that in-process server's own, so TensorFlow hands its calls to the master directly."""
+    flags = [*training.flags(), f"--num_workers={len(cluster.workers)}"]
+    role_env = {**BASE_ENV, **trainer.env(), **(env or {}),
+                "PS_NODE": cluster.ps_host, "PS_PORT": str(cluster.ps_port)}
+    return RoleSpec(CLIENT, trainer.argv(flags, hosted), cpus, role_env)
+
+
+def standalone_role(training: TrainingArgs, trainer: Trainer, *, cpus: str,
                     env: dict[str, str] | None = None) -> RoleSpec:
     """The patched standalone trainer: one tower, on the CPUs it is pinned to."""
-    argv = [python, f"{sources}/{TRAINERS['standalone']}", *training.flags()]
-    return RoleSpec("standalone", argv, cpus, {**BASE_ENV, **(env or {})})
+    return RoleSpec(STANDALONE, trainer.argv(training.flags()), cpus, {**BASE_ENV, **trainer.env(), **(env or {})})
 
 
-def client_hosting_ps_role(cluster: Cluster, training: TrainingArgs, *, python: str, sources: str,
-                           role_server: str, cpus: str, threads: tuple[int, int] = (0, 0),
-                           env: dict[str, str] | None = None) -> RoleSpec:
-    """The ps server and the client in one process (role_server.py --run-trainer).
-
-    The trainer is unchanged; its session targets grpc://<PS_NODE>:<PS_PORT>, which is the
-    in-process server's own target, so TensorFlow hands its calls to that master directly."""
-    server = server_role(cluster, "ps", 0, python=python, role_server=role_server, cpus=cpus, threads=threads)
-    client = client_role(cluster, training, python=python, sources=sources, cpus=cpus, env=env)
-    argv = [*server.argv, "--run-trainer", client.argv[1], "--", *client.argv[2:]]
-    return RoleSpec("client", argv, cpus, client.env)
-
-
-def cluster_roles(cluster: Cluster, training: TrainingArgs, cpus: dict[str, str], *, python: str,
-                  sources: str, role_server: str, threads: tuple[int, int] = (0, 0),
-                  env: dict[str, str] | None = None, client_hosts_ps: bool = False) -> list[RoleSpec]:
+def cluster_roles(cluster: Cluster, training: TrainingArgs, trainer: Trainer, cpus: dict[str, str], *,
+                  role_server: str, threads: tuple[int, int] = (0, 0), env: dict[str, str] | None = None,
+                  server_env: dict[str, str] | None = None, client_hosts_ps: bool = False) -> list[RoleSpec]:
     """ps, workers, then the client: the order they must start in (the ps inside the client
     process when `client_hosts_ps`)."""
+    python = trainer.python
     workers = [server_role(cluster, "worker", i, python=python, role_server=role_server,
-                           cpus=cpus[f"worker{i}"], threads=threads) for i in range(len(cluster.workers))]
+                           cpus=cpus[worker(i)], threads=threads, env=server_env)
+               for i in range(len(cluster.workers))]
     if client_hosts_ps:
-        return workers + [client_hosting_ps_role(cluster, training, python=python, sources=sources,
-                                                 role_server=role_server, cpus=cpus["client"],
-                                                 threads=threads, env=env)]
-    ps = server_role(cluster, "ps", 0, python=python, role_server=role_server, cpus=cpus["ps"], threads=threads)
-    client = client_role(cluster, training, python=python, sources=sources, cpus=cpus["client"], env=env)
-    return [ps, *workers, client]
+        hosted = HostedPs(cluster, role_server, threads)
+        return workers + [client_role(cluster, training, trainer, cpus=cpus[CLIENT], env=env, hosted=hosted)]
+    ps = server_role(cluster, "ps", 0, python=python, role_server=role_server, cpus=cpus[PS], threads=threads,
+                     env=server_env)
+    return [ps, *workers, client_role(cluster, training, trainer, cpus=cpus[CLIENT], env=env)]

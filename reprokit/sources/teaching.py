@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 
-from reprokit.sources.patches import Patch
+from reprokit.sources import workspace
+from reprokit.sources.patches import Patch, parse_patch, read_series
 
 
 def _span(start: int, end: int) -> str:
@@ -63,3 +65,20 @@ def explain(patch: Patch, before: list[str], after: list[str]) -> str:
             lines.append(f"   {name}: " + why.replace("\n", "\n" + " " * (len(name) + 5)))
         lines.append("")
     return "\n".join(lines)
+
+
+def lessons(upstream_dir: Path, patches_dir: Path, *, normal: bool = False) -> list[str]:
+    """Every patch of the series as a lesson (or as the normal diff the article prints), each
+    against the file it is applied to: upstream's, or the trainer an earlier patch made."""
+    files = workspace.expected_files(upstream_dir, patches_dir)
+    upstream = {p.name for p in upstream_dir.glob("*.py")}
+    texts = []
+    for path in read_series(patches_dir):
+        patch = parse_patch(path)
+        before, after = files[patch.source_name].splitlines(), files[patch.target_name].splitlines()
+        if normal:
+            shown = f"upstream/{patch.source_name}" if patch.source_name in upstream else patch.source_name
+            texts.append(f"$ diff {shown} {patch.target_name}\n" + normal_diff(before, after).rstrip("\n"))
+        else:
+            texts.append(explain(patch, before, after))
+    return texts

@@ -4,8 +4,9 @@ Each run of a mode gets a user-defined bridge network of its own, on which the c
 each other by the article's hostnames (tf_paramserver, tf_worker_1, ...: network aliases), each
 server on its own port 2222. Nothing is published on this machine's interfaces. The sources,
 data and run folders are mounted at the same absolute paths inside, so a role's argv reads the
-same in both backends. Every container and network carries the label `reprokit.run=<run id>`
-and is removed at the end, whatever happened (docker_supervisor.py does the running).
+same in both backends. Every container and network carries the labels `reprokit.run=<run id>`
+and `reprokit.owner=<kit process>`; the runner removes the containers at the end of a mode,
+whatever happened, and this backend removes the network.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import os
 import secrets
 import signal
-import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -21,22 +21,30 @@ from typing import Any
 
 import docker
 from reprokit.errors import DockerError
+from reprokit.names import IMAGE_ROLE_SERVER
+from reprokit.run.backends import Exposure
 from reprokit.run.cluster import Cluster
 from reprokit.run.containers import image as imagelib
-from reprokit.run.containers.engine import Leftover, connect, remove_leftovers
-from reprokit.run.containers.specs import (
+from reprokit.run.containers.engine import (
     OWNER_LABEL,
+    Leftover,
+    connect,
+    find_leftovers,
+    remove_leftovers,
+)
+from reprokit.run.containers.handle import SDK_ERRORS, ContainerHandle
+from reprokit.run.containers.owners import judge_owner, owner_token
+from reprokit.run.containers.specs import (
     Placement,
     docker_cluster,
+    labels,
     network_name,
     same_path_mounts,
 )
-from reprokit.run.containers.supervisor import ContainerSupervisor, Progress
 from reprokit.run.roles import RoleSpec
-from reprokit.run.supervisor import Outcome
+from reprokit.run.runner import Outcome, Progress, Runner, Watchdog
 
 IMAGE_ENV = "REPROKIT_IMAGE"
-EXPOSED = "nothing (no port published; the bridge network is reachable from this host only)"
 
 
 def choose_base(client: docker.DockerClient | None = None) -> str:
@@ -63,37 +71,13 @@ def default_image(client: docker.DockerClient, root: Path = imagelib.ROOT) -> st
     return imagelib.expected_tag(base, client, root)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # someone else's process: alive
-    return True
-
-
-def _owned(client: docker.DockerClient, owner: str | None = None) -> list[tuple[Leftover, str]]:
-    """Every container and network with the owner label (`=owner` if given), with its owner."""
-    label = OWNER_LABEL if owner is None else f"{OWNER_LABEL}={owner}"
-    found = []
-    for container in client.containers.list(all=True, filters={"label": label}):
-        who = container.labels.get(OWNER_LABEL, "")
-        found.append((Leftover("container", container.name or "", container.id or "", who), who))
-    for network in client.networks.list(filters={"label": label}):
-        who = (network.attrs.get("Labels") or {}).get(OWNER_LABEL, "")
-        found.append((Leftover("network", network.name or "", network.id or "", who), who))
-    return found
-
-
-def orphans(client: docker.DockerClient, host: str) -> list[Leftover]:
-    """What a kit process on this host started and did not live to remove (killed with -9)."""
-    found = []
-    for item, owner in _owned(client):
-        owner_host, _, pid = owner.rpartition(":")
-        if owner_host == host and pid.isdigit() and not _alive(int(pid)):
-            found.append(item)
-    return found
+def orphans(client: docker.DockerClient) -> tuple[list[Leftover], list[tuple[Leftover, str]]]:
+    """What kit processes that are gone left behind (killed with -9), and what is left alone."""
+    gone, kept = [], []
+    for item in find_leftovers(client, OWNER_LABEL):
+        verdict = judge_owner(item.owner)
+        (gone.append(item) if verdict.orphan else kept.append((item, verdict.why)))
+    return gone, kept
 
 
 def _interrupt_once() -> Callable[..., None]:
@@ -113,22 +97,28 @@ class DockerBackend:
 
     name = "docker"
     python = "python3"
-    role_server = "/opt/reprokit/role_server.py"
+    role_server = IMAGE_ROLE_SERVER
 
     def __init__(self, settings: Any, image: str | None = None, *, client: docker.DockerClient | None = None,
-                 probe_timeout_s: float | None = None) -> None:
+                 probe_timeout_s: float | None = None, watchdog: Watchdog = Watchdog()) -> None:
         self.settings = settings
         self.client = client or connect()
         self.probe_timeout_s: float = probe_timeout_s or float(getattr(settings, "probe_timeout_s", 60.0))
+        self.watchdog = watchdog
         tag = image or os.environ.get(IMAGE_ENV) or getattr(settings, "image", "") or default_image(self.client)
         self.image = imagelib.require_image(tag, self.client)
-        self.owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.owner = owner_token()
         self.networks: list[str] = []
         # A run killed with SIGKILL could not clean up; its owner is gone, so nobody else will.
-        self.swept = remove_leftovers(self.client, orphans(self.client, socket.gethostname())).removed
+        gone, self.kept = orphans(self.client)
+        self.swept = remove_leftovers(self.client, gone).removed
 
     def cluster(self, workers: int) -> Cluster:
         return docker_cluster(workers)
+
+    def exposure(self, cluster: Cluster) -> Exposure:
+        return Exposure("the run's own bridge network only (no port published): its containers, "
+                        "and this host's root and docker group", beyond_run=False)
 
     def placement(self, run_dir: Path) -> Placement:
         """Where this run's containers go; the sources and data are inputs, mounted read-only."""
@@ -144,26 +134,55 @@ class DockerBackend:
             "image_id": self.image.id,
             "image_base": self.image.base,
             "network": ", ".join(self.networks) + " (user-defined bridge, one per mode)" if self.networks else "",
-            "exposed": EXPOSED,
+            "exposed": self.exposure(self.cluster(1)).where,
             "leftovers_removed": ", ".join(f"{o.kind} {o.name}" for o in self.swept),
+            "leftovers_kept": "; ".join(f"{o.kind} {o.name}: {why}" for o, why in self.kept),
         }
 
+    def _create_network(self, place: Placement) -> Any:
+        try:
+            return self.client.networks.create(place.network, driver="bridge",
+                                               labels=labels(place.run_id, place.owner))
+        except SDK_ERRORS as error:
+            raise DockerError(f"could not create the bridge network {place.network}: {error}",
+                              "too many networks left by killed runs? see `docker network ls --filter "
+                              "label=reprokit.run`; `docker network prune` removes unused ones") from error
+
     def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
-        """Servers first, each probed until reachable, then the main role; always torn down.
-        SIGTERM is turned into KeyboardInterrupt meanwhile, so that a `kill` cleans up too."""
+        """The runner over one container per role, on a network made for this run and removed
+        after it. SIGTERM is turned into KeyboardInterrupt meanwhile, so that a `kill` cleans up too."""
         place = self.placement(Path(run_dir))
-        self.networks.append(place.network)
-        supervisor = ContainerSupervisor(self.client, place, Path(run_dir), roles, main, progress,
-                                         python=self.python, probe_timeout_s=self.probe_timeout_s)
         in_main_thread = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _interrupt_once()) if in_main_thread else None
         try:
-            return supervisor.run()
+            network = self._create_network(place)
+            self.networks.append(place.network)
+            try:
+                handles = [ContainerHandle(self.client, role, place, run_dir, self.python) for role in roles]
+                outcome = Runner(Path(run_dir), handles, main, probe_timeout_s=self.probe_timeout_s,
+                                 watchdog=self.watchdog, progress=progress).run()
+            finally:
+                left = self._remove_network(network, place)
         finally:
             if in_main_thread:
                 signal.signal(signal.SIGTERM, previous)
+        if left:
+            outcome.left += left
+            outcome.ok = False
+            outcome.message = (outcome.message + "\n" if outcome.message else "") + "could not remove: " + \
+                ", ".join(left)
+        return outcome
+
+    def _remove_network(self, network: Any, place: Placement) -> list[str]:
+        try:
+            network.remove()
+        except docker.errors.NotFound:
+            pass
+        except SDK_ERRORS as error:
+            return [f"network {place.network} ({error})"]
+        return []
 
     def teardown(self) -> list[str]:
         """What this process started and could not remove even now (should be nothing)."""
-        sweep = remove_leftovers(self.client, [item for item, _ in _owned(self.client, self.owner)])
+        sweep = remove_leftovers(self.client, find_leftovers(self.client, OWNER_LABEL, self.owner))
         return [f"{item.kind} {item.name}: {why}" for item, why in sweep.failed]

@@ -18,6 +18,7 @@ from reprokit.errors import DockerError
 Echo = Callable[[str], None]
 
 RUN_LABEL = "reprokit.run"
+OWNER_LABEL = "reprokit.owner"  # the kit process that made it: see owners.py
 DEFAULT_ENDPOINT = "unix:///var/run/docker.sock"
 LOCAL_BACKEND_HINT = "or run without Docker: --backend local"
 
@@ -88,8 +89,9 @@ class Leftover:
     kind: str  # "container" or "network"
     name: str
     id: str
-    run: str  # the label's value
+    run: str  # the reprokit.run label: which run made it
     status: str = ""
+    owner: str = ""  # the reprokit.owner label: which kit process made it (see owners.py)
 
 
 @dataclass
@@ -100,23 +102,20 @@ class Sweep:
     failed: list[tuple[Leftover, str]] = field(default_factory=list)
 
 
-def _label_filter(label: str, value: str | None) -> dict[str, str | list[str] | bool]:
-    return {"label": label if value is None else f"{label}={value}"}
-
-
 def find_leftovers(
     client: docker.DockerClient, label: str = RUN_LABEL, value: str | None = None
 ) -> list[Leftover]:
     """Containers (running or not) and networks carrying ``label`` (``=value`` if given)."""
-    filters = _label_filter(label, value)
-    found = [
-        Leftover("container", c.name or "", c.id or "", c.labels.get(label, ""), c.status)
-        for c in client.containers.list(all=True, filters=filters)
-    ]
-    found += [
-        Leftover("network", n.name or "", n.id or "", (n.attrs.get("Labels") or {}).get(label, ""))
-        for n in client.networks.list(filters=filters)
-    ]
+    filters = {"label": label if value is None else f"{label}={value}"}
+    found = []
+    for c in client.containers.list(all=True, filters=filters):
+        labels = c.labels or {}
+        found.append(Leftover("container", c.name or "", c.id or "", labels.get(RUN_LABEL, ""), c.status,
+                              labels.get(OWNER_LABEL, "")))
+    for n in client.networks.list(filters=filters):
+        labels = n.attrs.get("Labels") or {}
+        found.append(Leftover("network", n.name or "", n.id or "", labels.get(RUN_LABEL, ""), "",
+                              labels.get(OWNER_LABEL, "")))
     return found
 
 

@@ -15,12 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from reprokit.run.cluster import Cluster
-from reprokit.run.containers.engine import RUN_LABEL
+from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.roles import RoleSpec, hostname
 
 SERVER_PORT = 2222  # every container listens on its own 2222, as in the article
 ROLE_LABEL = "reprokit.role"
-OWNER_LABEL = "reprokit.owner"  # "<host>:<pid>" of the kit process that started it
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
 # A self-check from inside the server's own container: its name resolves on the run's network
 # and something listens there. Exit 0 means reachable.

@@ -18,8 +18,9 @@ from reprokit.sources.upstream import (
     require_pristine,
     sha256_file,
 )
+from tests.support import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 UPSTREAM = ROOT / "upstream"
 FILES = ["cifar10.py", "cifar10_input.py", "cifar10_multi_gpu_train.py"]
 

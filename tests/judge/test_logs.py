@@ -8,10 +8,12 @@ from pathlib import Path
 import pytest
 
 from reprokit.judge.logs import LogError, StepFields, parse_line, parse_log, step_fields
+from tests.support import REPO
+from tests.support import SAMPLES as ALL_SAMPLES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 ARTICLE = ROOT / "expected_logs" / "article"
-SAMPLES = Path(__file__).resolve().parent / "samples" / "logs"
+SAMPLES = ALL_SAMPLES / "logs"
 
 
 def test_the_article_standalone_log_parses_into_one_record_per_line() -> None:

@@ -11,13 +11,6 @@ from typing import Any
 
 import docker.utils
 import pytest
-from docker_support import (  # noqa: F401 (fixtures)
-    docker_client,
-    no_leftover_containers,
-    offline_base,
-    offline_image,
-    wheels,
-)
 
 import docker
 from reprokit.errors import DockerError
@@ -171,9 +164,9 @@ def test_a_build_error_names_the_step_and_shows_its_output() -> None:
 
 @pytest.mark.docker
 def test_tensorflow_2_21_imports_in_the_offline_image_and_ifconfig_is_there(
-    docker_client: docker.DockerClient,  # noqa: F811
-    offline_image: ImageInfo,  # noqa: F811
-    no_leftover_containers: None,  # noqa: F811
+    docker_client: docker.DockerClient,
+    offline_image: ImageInfo,
+    no_leftover_containers: None,
 ) -> None:
     check = check_image(offline_image.tag, docker_client)
     assert ("2.21.0", "/usr/sbin/ifconfig") == (check.tf_version, check.ifconfig)
@@ -183,9 +176,9 @@ def test_tensorflow_2_21_imports_in_the_offline_image_and_ifconfig_is_there(
 
 @pytest.mark.docker
 def test_a_second_build_with_the_same_inputs_builds_nothing(
-    docker_client: docker.DockerClient,  # noqa: F811
-    offline_image: ImageInfo,  # noqa: F811
-    no_leftover_containers: None,  # noqa: F811
+    docker_client: docker.DockerClient,
+    offline_image: ImageInfo,
+    no_leftover_containers: None,
 ) -> None:
     echoed: list[str] = []
     again = build_image(OFFLINE_BASE, echo=echoed.append, client=docker_client)
@@ -195,10 +188,10 @@ def test_a_second_build_with_the_same_inputs_builds_nothing(
 
 @pytest.mark.docker
 def test_a_base_that_has_tensorflow_needs_no_wheels(
-    docker_client: docker.DockerClient,  # noqa: F811
-    offline_image: ImageInfo,  # noqa: F811
+    docker_client: docker.DockerClient,
+    offline_image: ImageInfo,
     tmp_path: Path,
-    no_leftover_containers: None,  # noqa: F811
+    no_leftover_containers: None,
 ) -> None:
     """The registry path, played by the offline image: no wheels/ in the context, no pip."""
     root = make_context(tmp_path)
@@ -217,10 +210,10 @@ def test_a_base_that_has_tensorflow_needs_no_wheels(
 
 @pytest.mark.docker
 def test_a_failing_step_is_reported_with_its_output_and_leaves_no_container(
-    docker_client: docker.DockerClient,  # noqa: F811
-    offline_base: BaseImage,  # noqa: F811
+    docker_client: docker.DockerClient,
+    offline_base: BaseImage,
     tmp_path: Path,
-    no_leftover_containers: None,  # noqa: F811
+    no_leftover_containers: None,
 ) -> None:
     dockerfile = "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nRUN echo about to fail && exit 3\n"
     root = make_context(tmp_path, dockerfile)
@@ -235,7 +228,7 @@ def test_a_failing_step_is_reported_with_its_output_and_leaves_no_container(
 
 @pytest.mark.docker
 def test_a_base_that_is_absent_and_cannot_be_pulled_says_how_to_build_one(
-    docker_client: docker.DockerClient,  # noqa: F811
+    docker_client: docker.DockerClient,
 ) -> None:
     with pytest.raises(DockerError) as caught:
         build_image("reprokit/absent-base:none", client=docker_client)
@@ -245,7 +238,7 @@ def test_a_base_that_is_absent_and_cannot_be_pulled_says_how_to_build_one(
 
 @pytest.mark.docker
 def test_requiring_a_missing_image_names_the_task_that_builds_it(
-    docker_client: docker.DockerClient,  # noqa: F811
+    docker_client: docker.DockerClient,
 ) -> None:
     with pytest.raises(DockerError) as caught:
         require_image("reprokit/tf-cluster:absent", docker_client)

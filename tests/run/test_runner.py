@@ -1,7 +1,8 @@
-"""The supervisor: start roles in order, probe servers, watch, always tear down, write the outcome.
+"""The runner, with processes as its roles (the local backend's supervisor): start roles in
+order, probe servers, watch, always tear down, write the outcome.
 
 These run small Python programs as roles (a listener standing in for a TensorFlow server), so
-they take seconds; test_local_cluster.py runs the real servers.
+they take seconds; test_local.py runs the real servers.
 """
 
 from __future__ import annotations
@@ -18,21 +19,18 @@ from dataclasses import asdict
 from pathlib import Path
 
 import pytest
-from cluster_support import (  # noqa: F401
-    REPO,
-    alive,
-    free_port,
-    log_has,
-    no_leftover_processes,
-    pids_running,
-    wait_for,
-)
 
-from reprokit.errors import ClusterError
-from reprokit.run import supervisor as supervisorlib
+from reprokit.commands import shown
+from reprokit.names import log_path
+from reprokit.run import runner as runnerlib
+from reprokit.run.process import ProcessHandle, role_argv, still_running
 from reprokit.run.roles import RoleSpec
-from reprokit.run.supervisor import Outcome, Plan, Supervisor, log_path, still_running
+from reprokit.run.runner import Outcome
+from reprokit.run.supervisor import Plan, supervise
+from tests.support import REPO
+from tests.support.processes import alive, free_port, log_has, pids_running, wait_for
 
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 PY = sys.executable
 CPU = str(min(os.sched_getaffinity(0)))
 # Listens like a server would, says so, then waits to be stopped.
@@ -56,6 +54,11 @@ def plan(tmp_path: Path, roles: list[RoleSpec], main: str = "client", probe_time
     return Plan(str(tmp_path), roles, main, probe_timeout_s)
 
 
+def run(tmp_path: Path, roles: list[RoleSpec], main: str = "client", probe_timeout_s: float = 20,
+        stop: threading.Event | None = None) -> Outcome:
+    return supervise(plan(tmp_path, roles, main, probe_timeout_s), stop)
+
+
 def test_a_plan_survives_its_json_file(tmp_path: Path):
     """Plan.to_json then from_json gives an equal plan: the supervisor reads it from a file."""
     original = Plan(str(tmp_path), [listener("ps", 2222), program("client", "pass")], "client", 7.5, True)
@@ -65,7 +68,7 @@ def test_a_plan_survives_its_json_file(tmp_path: Path):
 def test_a_plan_whose_main_role_succeeds_is_ok_and_stops_every_role(tmp_path: Path):
     """Servers start and become reachable, then the main role; it exits 0; the servers are stopped."""
     roles = [listener("ps"), listener("worker0"), program("client", "print('trained')")]
-    outcome = Supervisor(plan(tmp_path, roles)).run()
+    outcome = run(tmp_path, roles)
     assert (True, "") == (outcome.ok, outcome.message)
     assert {"ps": -signal.SIGTERM, "worker0": -signal.SIGTERM, "client": 0} == outcome.exit_codes
     assert ["ps", "worker0", "client"] == list(outcome.pids)
@@ -76,7 +79,7 @@ def test_the_timings_follow_the_stages_of_a_run(tmp_path: Path):
     """Started, reachable, main started and exited, teardown: in that order, seconds from the start."""
     roles = [listener("ps"), program("client", "pass")]
     before = time.time()
-    timings = dict(Supervisor(plan(tmp_path, roles)).run().timings)
+    timings = dict(run(tmp_path, roles).timings)
     started = timings.pop("epoch_started")  # wall clock, to set the others against the logs' times
     assert before - 1 <= started <= time.time()
     order = ["ps_started", "ps_reachable", "servers_reachable", "client_started", "main_exited",
@@ -86,29 +89,31 @@ def test_the_timings_follow_the_stages_of_a_run(tmp_path: Path):
 
 
 def test_every_role_logs_to_its_own_file_each_line_timestamped(tmp_path: Path):
-    """<role>.log opens with the command as run (pinned by taskset), then the role's output."""
+    """<role>.log opens with the command as run (dying with its parent, pinned by taskset, quoted
+    for the shell), then the role's output."""
     role = program("client", "print('one'); print('two')")
-    Supervisor(plan(tmp_path, [role])).run()
+    run(tmp_path, [role])
     lines = log_path(tmp_path, "client").read_text().splitlines()
     stamp = r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6} \| "
     assert 3 == len(lines)
-    assert re.fullmatch(stamp + re.escape(f"reprokit: $ taskset -c {CPU} {PY} -c print('one'); print('two')"),
-                        lines[0])
+    command = f"$ setpriv --pdeathsig KILL -- taskset -c {CPU} {PY} -c 'print('\"'\"'one'\"'\"'); print('\"'\"'two'\"'\"')'"
+    assert command == shown(role_argv(role))
+    assert re.fullmatch(stamp + re.escape(f"reprokit: {command}"), lines[0])
     assert re.fullmatch(stamp + "one", lines[1])
     assert re.fullmatch(stamp + "two", lines[2])
 
 
 def test_a_role_without_cpus_is_not_pinned(tmp_path: Path):
     """cpus '' runs the program itself, no taskset."""
-    Supervisor(plan(tmp_path, [program("client", "pass", cpus="")])).run()
+    run(tmp_path, [program("client", "pass", cpus="")])
     first = log_path(tmp_path, "client").read_text().splitlines()[0]
-    assert first.endswith(f"reprokit: $ {PY} -c pass")
+    assert first.endswith(f"reprokit: $ setpriv --pdeathsig KILL -- {PY} -c pass")
 
 
 def test_a_failing_main_role_is_reported_with_its_code_and_last_lines(tmp_path: Path):
     """Exit code 3: not ok; the message names the role, the code, its log and its last output."""
     roles = [listener("ps"), program("client", "print('loss = nan'); raise SystemExit(3)")]
-    outcome = Supervisor(plan(tmp_path, roles)).run()
+    outcome = run(tmp_path, roles)
     assert not outcome.ok
     assert outcome.message.startswith("the client role exited with code 3")
     assert f"see {tmp_path / 'client.log'}; its last lines:" in outcome.message
@@ -120,7 +125,7 @@ def test_a_server_that_dies_before_it_listens_is_reported_and_the_main_role_neve
     """The worker exits 2 during start-up: named, with its code; the client is not started."""
     dead = RoleSpec("worker0", [PY, "-c", "print('bad flag'); raise SystemExit(2)"], CPU, {},
                     f"127.0.0.1:{free_port()}")
-    outcome = Supervisor(plan(tmp_path, [listener("ps"), dead, program("client", "pass")])).run()
+    outcome = run(tmp_path, [listener("ps"), dead, program("client", "pass")])
     assert not outcome.ok
     assert outcome.message.startswith(f"the worker0 role exited with code 2 before {dead.address} became reachable")
     assert "bad flag" in outcome.message
@@ -131,24 +136,20 @@ def test_a_server_that_dies_before_it_listens_is_reported_and_the_main_role_neve
 def test_a_server_that_never_listens_is_a_cluster_error_naming_role_address_and_log(tmp_path: Path):
     """Nobody listens at its address: after probe_timeout_s, what, where, and which log to read."""
     silent = RoleSpec("ps", [PY, "-c", SILENT], CPU, {}, f"127.0.0.1:{free_port()}")
-    supervisor = Supervisor(plan(tmp_path, [silent, program("client", "pass")], probe_timeout_s=3))
-    supervisor.start(silent)
     started = time.monotonic()
-    try:
-        with pytest.raises(ClusterError) as caught:
-            supervisor.wait_reachable(silent)
-    finally:
-        codes = supervisor.teardown()
-    assert 3 <= time.monotonic() - started < 15  # an upper bound only: the machine may be busy
-    assert f"the ps role ({silent.address}) is not reachable after 3 s" == caught.value.message
-    assert f"is the ps server running? see {tmp_path / 'ps.log'}" == caught.value.hint
-    assert {"ps": -signal.SIGTERM} == codes
+    outcome = run(tmp_path, [silent, program("client", "pass")], probe_timeout_s=3)
+    assert 3 <= time.monotonic() - started < 30  # an upper bound only: the machine may be busy
+    first, hint = outcome.message.split("\n  -> ", 1)
+    assert first.startswith(f"the ps role ({silent.address}) is not reachable after 3 s (")
+    assert "Connection refused" in first
+    assert hint.startswith(f"is the ps server running? see {tmp_path / 'ps.log'}")
+    assert {"ps": -signal.SIGTERM} == outcome.exit_codes
 
 
 def test_a_run_with_an_unreachable_server_fails_without_starting_the_main_role(tmp_path: Path):
     """The same error becomes the outcome's message; the silent server is stopped."""
     silent = RoleSpec("ps", [PY, "-c", SILENT], CPU, {}, f"127.0.0.1:{free_port()}")
-    outcome = Supervisor(plan(tmp_path, [silent, program("client", "pass")], probe_timeout_s=3)).run()
+    outcome = run(tmp_path, [silent, program("client", "pass")], probe_timeout_s=3)
     assert not outcome.ok
     assert f"the ps role ({silent.address}) is not reachable after 3 s" in outcome.message
     assert str(tmp_path / "ps.log") in outcome.message
@@ -162,7 +163,7 @@ def test_a_role_that_dies_while_the_main_role_runs_fails_the_run_at_once(tmp_pat
     flaky = RoleSpec("worker0", [PY, "-c", LISTENER.replace("time.sleep(120)", "time.sleep(1); raise SystemExit(1)"),
                                  str(port)], CPU, {}, f"127.0.0.1:{port}")
     started = time.monotonic()
-    outcome = Supervisor(plan(tmp_path, [listener("ps"), flaky, program("client", SILENT)])).run()
+    outcome = run(tmp_path, [listener("ps"), flaky, program("client", SILENT)])
     assert time.monotonic() - started < 30  # long before the client would end by itself (120 s)
     assert not outcome.ok
     assert outcome.message.startswith("the worker0 role exited with code 1 while the client was running")
@@ -171,12 +172,11 @@ def test_a_role_that_dies_while_the_main_role_runs_fails_the_run_at_once(tmp_pat
 
 def test_a_role_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: Path, monkeypatch):
     """Teardown sends SIGTERM, waits TERM_GRACE_S, then SIGKILL: nothing outlives the run."""
-    monkeypatch.setattr(supervisorlib, "TERM_GRACE_S", 1.0)
+    monkeypatch.setattr(runnerlib, "TERM_GRACE_S", 1.0)
     stubborn = program("helper", "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
                                  "print('ignoring SIGTERM', flush=True); time.sleep(120)")
     main = program("client", "import time; time.sleep(1.5)")
-    supervisor = Supervisor(plan(tmp_path, [stubborn, main]))
-    outcome = supervisor.run()
+    outcome = run(tmp_path, [stubborn, main])
     assert outcome.ok
     assert log_has(tmp_path / "helper.log", "ignoring SIGTERM")
     assert -signal.SIGKILL == outcome.exit_codes["helper"]
@@ -185,9 +185,9 @@ def test_a_role_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: 
 
 def test_a_stop_request_interrupts_the_run_and_stops_every_role(tmp_path: Path):
     """SIGTERM/SIGINT set the stop event: the outcome says interrupted, every role is stopped."""
-    supervisor = Supervisor(plan(tmp_path, [listener("ps"), program("client", SILENT)]))
-    threading.Timer(1.5, supervisor.stop.set).start()
-    outcome = supervisor.run()
+    stop = threading.Event()
+    threading.Timer(1.5, stop.set).start()
+    outcome = run(tmp_path, [listener("ps"), program("client", SILENT)], stop=stop)
     assert (False, "interrupted: every role was stopped") == (outcome.ok, outcome.message)
     assert {"ps": -signal.SIGTERM, "client": -signal.SIGTERM} == outcome.exit_codes
 
@@ -223,7 +223,7 @@ def test_the_supervisor_program_writes_the_outcome_as_json(tmp_path: Path):
     assert 1 == bad.wait(timeout=60)
     outcome = Outcome(**json.loads((tmp_path / "client.outcome.json").read_text()))
     assert not outcome.ok and "code 4" in outcome.message
-    assert not (tmp_path / "client.outcome.tmp").exists()
+    assert [] == list(tmp_path.glob(".client.outcome.json.*"))  # written whole, no temporary left
 
 
 def test_sigterm_to_the_supervisor_program_stops_every_role_and_still_writes_the_outcome(tmp_path: Path):
@@ -255,3 +255,61 @@ def test_an_outcome_round_trips_through_json():
     """What the supervisor writes, the launcher reads back as an equal Outcome."""
     outcome = Outcome(False, "the ps role exited with code -9", {"ps": -9}, {"ps": 42}, {"ps_started": 0.1})
     assert outcome == Outcome(**json.loads(json.dumps(asdict(outcome))))
+
+
+# --- the watchdog and the logs ------------------------------------------------------------
+
+STEPS_THEN_SILENCE = ("import time\n"
+                      "for step in range(0, 40, 10):\n"
+                      "    print(f'2026-12-03 10:00:00.000000: step {step}, loss = 4.60 (900.0 examples/sec; "
+                      "0.142 sec/batch)', flush=True)\n"
+                      "    time.sleep(0.3)\n"
+                      "time.sleep(120)")
+
+
+def test_a_run_whose_step_lines_stop_is_stopped_by_the_watchdog_with_the_evidence(tmp_path: Path):
+    """Four step lines 0.3 s apart, then silence: the watchdog (5 x the median gap, at least 2 s)
+    stops the run long before the client would end, names the last step and stops every role."""
+    watchdog = runnerlib.Watchdog(first_step_s=60, factor=5, floor_s=2)
+    started = time.monotonic()
+    outcome = supervise(Plan(str(tmp_path), [listener("ps"), program("client", STEPS_THEN_SILENCE)], "client", 20,
+                             watchdog=watchdog))
+    assert time.monotonic() - started < 60
+    assert not outcome.ok
+    assert outcome.message.startswith("the run stalled: the client wrote no step line for ")
+    assert "after step 30" in outcome.message
+    assert "the watchdog allows 5 times that, at least 2 s" in outcome.message
+    assert f"see {tmp_path / 'client.log'}" in outcome.message
+    assert {"ps": -signal.SIGTERM, "client": -signal.SIGTERM} == outcome.exit_codes
+    assert "stalled" in outcome.timings
+
+
+def test_a_main_role_that_never_writes_a_step_line_is_stopped_at_the_first_step_ceiling(tmp_path: Path):
+    """No step line at all within first_step_s: stalled 'since it started'."""
+    watchdog = runnerlib.Watchdog(first_step_s=2, factor=5, floor_s=1)
+    outcome = supervise(Plan(str(tmp_path), [program("client", SILENT)], "client", 20, watchdog=watchdog))
+    assert not outcome.ok
+    assert "wrote no step line for 2 s since it started" in outcome.message
+    assert "the first two step lines may take up to 2 s" in outcome.message
+
+
+def test_a_progress_line_reaches_the_callback_as_the_main_role_writes_it(tmp_path: Path):
+    """The runner follows the main role's log: each step line becomes (role, step, rate)."""
+    seen: list[tuple[str, int, float]] = []
+    handles = [ProcessHandle(program("client", STEPS_THEN_SILENCE.replace("time.sleep(120)", "")), tmp_path)]
+    runnerlib.Runner(tmp_path, handles, "client", progress=lambda *a: seen.append(a)).run()
+    assert [("client", s, 900.0) for s in (0, 10, 20, 30)] == seen
+
+
+def test_a_log_that_cannot_be_written_fails_the_run_instead_of_blocking_it(tmp_path: Path, small_disk):
+    """The run folder on a 64 KiB disk that the client's output fills: the run fails at once,
+    naming the role, the log and the reason; every role is stopped."""
+    disk = small_disk(64)
+    chatty = program("client", "import time\nwhile True:\n    print('x' * 1000, flush=True)")
+    started = time.monotonic()
+    outcome = supervise(Plan(str(disk), [listener("ps"), chatty], "client", 20))
+    assert time.monotonic() - started < 60
+    assert not outcome.ok
+    assert outcome.message.startswith("the log of the client role cannot be written: ")
+    assert "No space left on device" in outcome.message
+    assert [] == still_running({"cluster": outcome})

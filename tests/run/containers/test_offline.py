@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from docker_support import docker_client, no_leftover_containers, offline_base  # noqa: F401
 
 import docker
 from reprokit.errors import DockerError
@@ -118,9 +117,9 @@ def test_download_wheels_skips_pip_when_the_set_is_complete(tmp_path: Path) -> N
 
 @pytest.mark.docker
 def test_the_offline_base_has_python_311_pip_and_ifconfig(
-    docker_client: docker.DockerClient,  # noqa: F811
-    offline_base: BaseImage,  # noqa: F811
-    no_leftover_containers: None,  # noqa: F811
+    docker_client: docker.DockerClient,
+    offline_base: BaseImage,
+    no_leftover_containers: None,
 ) -> None:
     """The debootstrap'ed image runs, with Debian's Python 3.11 and the article's ifconfig."""
     script = "python3 --version; python3 -m pip --version >/dev/null && command -v ifconfig"
@@ -132,8 +131,8 @@ def test_the_offline_base_has_python_311_pip_and_ifconfig(
 
 @pytest.mark.docker
 def test_a_second_base_build_finds_the_tag_and_builds_nothing(
-    docker_client: docker.DockerClient,  # noqa: F811
-    offline_base: BaseImage,  # noqa: F811
+    docker_client: docker.DockerClient,
+    offline_base: BaseImage,
 ) -> None:
     """The tag exists (the fixture made or found it), so debootstrap does not run again."""
     rebuilt = build_base_image(offline_base.tag, client=docker_client)
@@ -142,7 +141,7 @@ def test_a_second_base_build_finds_the_tag_and_builds_nothing(
 
 @pytest.mark.docker
 def test_without_debootstrap_the_base_build_says_what_to_install(
-    docker_client: docker.DockerClient,  # noqa: F811
+    docker_client: docker.DockerClient,
     monkeypatch: pytest.MonkeyPatch,
     tmp_path: Path,
 ) -> None:

@@ -16,27 +16,27 @@ import sys
 from pathlib import Path
 
 import pytest
-from cluster_support import (  # noqa: F401
-    FILLING_QUEUE,
-    REPO,
+
+from reprokit.errors import ClusterError, KitError, PortBusyError
+from reprokit.run import netns
+from reprokit.run.local import Isolation, LocalBackend, choose_isolation, run_plan
+from reprokit.run.process import still_running
+from reprokit.run.roles import RoleSpec
+from reprokit.run.runner import Outcome
+from reprokit.run.supervisor import Plan
+from tests.support import REPO
+from tests.support.kit import FILLING_QUEUE, KitInputs, real_roles
+from tests.support.processes import (
     KillWhen,
-    KitInputs,
     alive,
     free_port,
-    kit_inputs,
     log_has,
-    no_leftover_processes,
     pids_running,
     processes_mentioning,
-    real_cluster_roles,
     wait_for,
 )
 
-from reprokit.errors import ClusterError, PortBusyError
-from reprokit.run import netns
-from reprokit.run.local import Isolation, LocalBackend, choose_isolation, run_plan
-from reprokit.run.roles import RoleSpec
-from reprokit.run.supervisor import Outcome, Plan, still_running
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 PY = sys.executable
 ISOLATION, WHY_NOT = netns.isolation_available()
@@ -78,9 +78,23 @@ def test_isolation_none_is_the_host_network_and_says_why():
     assert Isolation(False, "--isolation none was asked for") == choose_isolation("none")
 
 
-def test_isolation_auto_uses_a_namespace_exactly_when_one_can_be_made():
-    """auto agrees with what the machine allows; without one it carries the reason."""
-    assert Isolation(ISOLATION, WHY_NOT) == choose_isolation("auto")
+@pytest.mark.parametrize("mode", ["auto", "netns"])
+def test_auto_and_netns_use_a_namespace_and_never_fall_back_to_the_host_network(mode: str, monkeypatch):
+    """Where the machine allows a namespace the cluster gets one; where it does not, the run is
+    refused with the ways out, --isolation none among them, instead of exposing the servers."""
+    assert Isolation(True) == choose_isolation(mode) if ISOLATION else True
+    monkeypatch.setattr(netns, "isolation_available", lambda: (False, "`unshare --net` failed: Operation not permitted"))
+    with pytest.raises(ClusterError) as caught:
+        choose_isolation(mode)
+    assert "no private network namespace for the cluster: `unshare --net` failed" in caught.value.message
+    assert "--isolation none" in caught.value.hint and "apparmor_restrict_unprivileged_userns" in caught.value.hint
+
+
+def test_an_unknown_isolation_is_refused_naming_the_known_ones():
+    with pytest.raises(KitError) as caught:
+        choose_isolation("container")
+    assert ("unknown isolation 'container'", "choose one of auto, netns, none") == (caught.value.message,
+                                                                                  caught.value.hint)
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
@@ -107,8 +121,8 @@ def test_a_server_nobody_can_reach_fails_the_run_naming_role_address_and_log(tmp
     outcome = LocalBackend("none", probe_timeout_s=3).run(tmp_path, [silent, program("client", "pass")], "client",
                                                           None)
     assert not outcome.ok
-    assert (f"the ps role ({address}) is not reachable after 3 s\n"
-            f"  -> is the ps server running? see {tmp_path / 'ps.log'}") == outcome.message
+    assert outcome.message.startswith(f"the ps role ({address}) is not reachable after 3 s (")
+    assert outcome.message.endswith(f"\n  -> is the ps server running? see {tmp_path / 'ps.log'}")
     assert ["ps"] == list(outcome.pids)
 
 
@@ -135,11 +149,11 @@ def test_a_progress_callback_that_fails_still_stops_every_role(tmp_path: Path):
     assert [] == still_running({"cluster": _outcome(tmp_path)})
 
 
-def test_a_supervisor_that_writes_no_outcome_is_an_error_pointing_at_its_log(tmp_path: Path):
+def test_a_supervisor_that_sends_no_outcome_is_an_error_pointing_at_its_log(tmp_path: Path):
     """A plan whose main role is not among its roles crashes the supervisor: the error says where to look."""
     with pytest.raises(ClusterError) as caught:
         run_plan(Plan(str(tmp_path), [program("client", "pass")], "trainer"), isolation=Isolation(False))
-    assert caught.value.message.startswith("the supervisor of trainer exited with code 1 and wrote no outcome")
+    assert caught.value.message.startswith("the supervisor of trainer exited with code 1 and sent no outcome")
     assert f"see {tmp_path / 'trainer.supervisor.log'}" == caught.value.hint
     assert "Traceback" in (tmp_path / "trainer.supervisor.log").read_text()
 
@@ -195,12 +209,12 @@ def _assert_stopped_with_logs_kept(run_dir: Path, outcome: Outcome) -> None:
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 @pytest.mark.parametrize("victim", ["worker1", "ps"])
-def test_a_server_killed_mid_run_fails_the_run_naming_it(tmp_path: Path, kit_inputs: KitInputs,  # noqa: F811
+def test_a_server_killed_mid_run_fails_the_run_naming_it(tmp_path: Path, kit_inputs: KitInputs,
                                                        victim: str):
     """Real ps, 2 workers and client: SIGKILL one server once the client fills its queue; the run
     fails naming that role, every role is stopped, the logs stay."""
     backend = LocalBackend("auto", first_port=free_port())
-    roles = real_cluster_roles(backend, kit_inputs, tmp_path)
+    roles = real_roles(backend, kit_inputs, tmp_path)
     killer = KillWhen(tmp_path / "client.log", FILLING_QUEUE, next(r.argv for r in roles if r.name == victim))
     killer.start()
     outcome = backend.run(tmp_path, roles, "client", None)

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import docker.errors
 import pytest
-from docker_support import docker_client, no_leftover_containers  # noqa: F401 (fixtures)
 
 import docker
 from reprokit.errors import DockerError
@@ -79,15 +78,15 @@ def test_connecting_to_a_closed_port_says_the_engine_refuses(
 
 
 @pytest.mark.docker
-def test_connect_pings_the_real_engine(docker_client: docker.DockerClient) -> None:  # noqa: F811
+def test_connect_pings_the_real_engine(docker_client: docker.DockerClient) -> None:
     """The engine in the environment answers."""
     assert connect().ping() is True
 
 
 @pytest.mark.docker
 def test_leftovers_are_found_by_run_label_and_removed(
-    docker_client: docker.DockerClient,  # noqa: F811
-    no_leftover_containers: None,  # noqa: F811
+    docker_client: docker.DockerClient,
+    no_leftover_containers: None,
 ) -> None:
     """A labelled network and container are found, removed, and then no longer found."""
     run = f"test-{uuid.uuid4().hex[:8]}"

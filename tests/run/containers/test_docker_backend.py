@@ -20,23 +20,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from docker_support import (  # noqa: F401
-    docker_client,
-    no_leftover_containers,
-    offline_base,
-    offline_image,
-    wheels,
-)
 
 import docker
 from reprokit.errors import DockerError
-from reprokit.experiment import Options, reproduce
+from reprokit.experiment import reproduce
+from reprokit.options import Options
 from reprokit.run.containers import image as imagelib
-from reprokit.run.containers.backend import EXPOSED, DockerBackend, default_image
-from reprokit.run.containers.engine import RUN_LABEL
+from reprokit.run.containers.backend import DockerBackend, default_image
+from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.image import ImageInfo
+from reprokit.run.containers.owners import boot_id, owner_token
 from reprokit.run.containers.specs import (
-    OWNER_LABEL,
     Placement,
     container_kwargs,
     docker_cluster,
@@ -47,10 +41,10 @@ from reprokit.run.containers.specs import (
     probe_argv,
     same_path_mounts,
 )
-from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles
+from reprokit.run.roles import RoleSpec, Trainer, TrainingArgs, cluster_roles
 from reprokit.settings import Settings, from_mapping
+from tests.support import REPO
 
-REPO = Path(__file__).resolve().parents[1]
 STEPS, RECORDS = 21, 200  # steps 0..20: three step lines, about a minute per mode on 2 cores
 PLACE = Placement("reprokit/tf-cluster:tf2.21.0-0123456789ab", "reprokit-run1-abc123", "abc123", "run1",
                   "host:42", same_path_mounts([Path("/src"), Path("/data")], [Path("/runs/run1")]), "1000:1000")
@@ -58,8 +52,9 @@ PLACE = Placement("reprokit/tf-cluster:tf2.21.0-0123456789ab", "reprokit-run1-ab
 
 def _ps() -> RoleSpec:
     return cluster_roles(docker_cluster(2), TrainingArgs(STEPS, "/data", "/runs/run1/train"),
+                         Trainer("python3", "/src", "cifar10_cluster_train.py"),
                          {"ps": "0", "worker0": "0", "worker1": "1", "client": "0,1"},
-                         python="python3", sources="/src", role_server="/opt/reprokit/role_server.py")[0]
+                         role_server="/opt/reprokit/role_server.py")[0]
 
 
 # --- pure builders ---------------------------------------------------------------------------
@@ -213,8 +208,10 @@ def test_a_missing_image_says_to_build_it(settings: Settings, docker_client):
 @pytest.mark.docker
 def test_facts_name_the_image_and_say_nothing_is_exposed(backend: DockerBackend, kit_image: ImageInfo):
     facts = backend.facts()
-    assert ("docker", kit_image.tag, kit_image.id, EXPOSED) == \
+    exposure = backend.exposure(backend.cluster(2))
+    assert ("docker", kit_image.tag, kit_image.id, exposure.where) == \
         (facts["backend"], facts["image"], facts["image_id"], facts["exposed"])
+    assert not exposure.beyond_run and "no port published" in exposure.where
 
 
 @pytest.mark.docker
@@ -276,11 +273,30 @@ def test_a_leftover_of_a_killed_run_is_removed_by_the_next_backend(settings, kit
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     name = f"reprokit-leftover-{uuid.uuid4().hex[:6]}"
-    owner = f"{socket.gethostname()}:{dead.pid}"
+    owner = f"{socket.gethostname()}/{boot_id()}/{dead.pid}/1"
     docker_client.networks.create(name, labels={RUN_LABEL: "leftover", OWNER_LABEL: owner})
     backend = DockerBackend(settings, kit_image.tag, client=docker_client)
     assert f"network {name}" in backend.facts()["leftovers_removed"]
     assert [] == docker_client.networks.list(names=[name])
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("owner, why", [
+    (lambda: owner_token(), "still runs"),  # a live run: this very process
+    (lambda: f"another-host/{boot_id()}/1/1", "not by this machine in this boot"),
+    (lambda: f"{socket.gethostname()}:1", "is not a token of this kit version"),
+])
+def test_the_sweep_never_removes_what_a_live_or_unknown_owner_holds(settings, kit_image, docker_client, owner, why):
+    """Only an owner known to be gone lets the sweep remove a leftover; the rest is named and kept."""
+    name = f"reprokit-kept-{uuid.uuid4().hex[:6]}"
+    network = docker_client.networks.create(name, labels={RUN_LABEL: "kept", OWNER_LABEL: owner()})
+    try:
+        backend = DockerBackend(settings, kit_image.tag, client=docker_client)
+        assert [name] == [n.name for n in docker_client.networks.list(names=[name])]
+        assert f"network {name}: " in backend.facts()["leftovers_kept"]
+        assert why in backend.facts()["leftovers_kept"]
+    finally:
+        network.remove()
 
 
 # --- real runs ---------------------------------------------------------------------------------

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from reprokit.judge import speed
 from reprokit.judge.logs import StepFields, parse_log, step_fields
+from tests.support import REPO
+from tests.support import SAMPLES as ALL_SAMPLES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 ARTICLE = ROOT / "expected_logs" / "article"
-SAMPLES = Path(__file__).resolve().parent / "samples" / "logs"
+SAMPLES = ALL_SAMPLES / "logs"
 
 
 def article_steps(mode: str) -> list[StepFields]:

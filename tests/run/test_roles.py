@@ -6,7 +6,9 @@ import json
 
 import pytest
 
+from reprokit import PACKAGE_PARENT
 from reprokit.errors import KitError
+from reprokit.names import hostname
 from reprokit.run.cluster import (
     Cluster,
     local_cluster,
@@ -14,16 +16,19 @@ from reprokit.run.cluster import (
     parse_cpu_overrides,
 )
 from reprokit.run.roles import (
+    Instruments,
     RoleSpec,
+    Trainer,
     TrainingArgs,
     client_role,
     cluster_roles,
-    hostname,
     server_role,
     standalone_role,
 )
 
 PY, SERVER, SOURCES = "/usr/bin/python3", "/kit/role_server.py", "/build/patched"
+CLIENT = Trainer(PY, SOURCES, "cifar10_cluster_train.py")
+STANDALONE = Trainer(PY, SOURCES, "cifar10_standalone_train.py")
 CLUSTER = Cluster("172.17.0.2:2222", ("172.17.0.3:2222", "172.17.0.4:2222"))
 TRAINING = TrainingArgs(1000, "/data", "/runs/r1/train_cluster")
 SPEC_JSON = '{"ps": ["172.17.0.2:2222"], "worker": ["172.17.0.3:2222", "172.17.0.4:2222"]}'
@@ -76,7 +81,7 @@ def test_thread_counts_are_passed_only_when_set():
 
 def test_the_client_runs_the_cluster_trainer_with_the_number_of_workers():
     """The patched cluster trainer, the training flags, then --num_workers."""
-    role = client_role(CLUSTER, TRAINING, python=PY, sources=SOURCES, cpus="0,1")
+    role = client_role(CLUSTER, TRAINING, CLIENT, cpus="0,1")
     assert [PY, "/build/patched/cifar10_cluster_train.py", "--max_steps=1000", "--data_dir=/data",
             "--train_dir=/runs/r1/train_cluster", "--num_workers=2"] == role.argv
     assert not role.is_server
@@ -86,13 +91,13 @@ def test_the_client_runs_the_cluster_trainer_with_the_number_of_workers():
 
 def test_the_client_is_told_where_the_ps_is_by_ps_node_and_ps_port():
     """Its session is on grpc://PS_NODE:PS_PORT, the ps's host and port."""
-    role = client_role(CLUSTER, TRAINING, python=PY, sources=SOURCES, cpus="0")
+    role = client_role(CLUSTER, TRAINING, CLIENT, cpus="0")
     assert {"PYTHONUNBUFFERED": "1", "PS_NODE": "172.17.0.2", "PS_PORT": "2222"} == role.env
 
 
 def test_extra_client_environment_is_kept_but_cannot_move_the_ps():
     """An extra variable is added; PS_NODE and PS_PORT always come from the cluster."""
-    role = client_role(CLUSTER, TRAINING, python=PY, sources=SOURCES, cpus="0",
+    role = client_role(CLUSTER, TRAINING, CLIENT, cpus="0",
                        env={"TF_CPP_MIN_LOG_LEVEL": "2", "PS_NODE": "elsewhere"})
     assert "2" == role.env["TF_CPP_MIN_LOG_LEVEL"]
     assert "172.17.0.2" == role.env["PS_NODE"]
@@ -100,7 +105,7 @@ def test_extra_client_environment_is_kept_but_cannot_move_the_ps():
 
 def test_the_standalone_role_runs_the_standalone_trainer_without_cluster_settings():
     """No --num_workers, no PS_NODE: it trains alone."""
-    role = standalone_role(TrainingArgs(21, "/d", "/t"), python=PY, sources=SOURCES, cpus="0")
+    role = standalone_role(TrainingArgs(21, "/d", "/t"), STANDALONE, cpus="0")
     assert [PY, "/build/patched/cifar10_standalone_train.py", "--max_steps=21", "--data_dir=/d",
             "--train_dir=/t"] == role.argv
     assert {"PYTHONUNBUFFERED": "1"} == role.env
@@ -111,7 +116,7 @@ def test_the_standalone_role_runs_the_standalone_trainer_without_cluster_setting
 def test_cluster_roles_come_in_start_order_ps_workers_client():
     """The servers first, the client, which needs them, last."""
     cpus = make_layout("spread", 2, cpus=[0, 1]).cpus
-    roles = cluster_roles(local_cluster(2), TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER)
+    roles = cluster_roles(local_cluster(2), TRAINING, CLIENT, cpus, role_server=SERVER)
     assert ["ps", "worker0", "worker1", "client"] == [r.name for r in roles]
     assert ["127.0.0.1:2222", "127.0.0.1:2223", "127.0.0.1:2224", None] == [r.address for r in roles]
     assert {"PS_NODE": "127.0.0.1", "PS_PORT": "2222"}.items() <= roles[-1].env.items()
@@ -120,21 +125,21 @@ def test_cluster_roles_come_in_start_order_ps_workers_client():
 def test_the_article_layout_puts_every_cluster_role_on_cpu_0():
     """The article pins every container to CPU 0; so do the roles built from its layout."""
     cpus = make_layout("article", 2, cpus=[0, 1]).cpus
-    roles = cluster_roles(local_cluster(2), TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER)
+    roles = cluster_roles(local_cluster(2), TRAINING, CLIENT, cpus, role_server=SERVER)
     assert {"ps": "0", "worker0": "0", "worker1": "0", "client": "0"} == {r.name: r.cpus for r in roles}
 
 
 def test_the_spread_layout_gives_the_workers_different_cpus():
     """On two CPUs, worker0 and worker1 each get their own; ps and client share both."""
     cpus = make_layout("spread", 2, cpus=[0, 1]).cpus
-    roles = cluster_roles(local_cluster(2), TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER)
+    roles = cluster_roles(local_cluster(2), TRAINING, CLIENT, cpus, role_server=SERVER)
     assert {"ps": "0,1", "worker0": "0", "worker1": "1", "client": "0,1"} == {r.name: r.cpus for r in roles}
 
 
 def test_explicit_cpus_reach_the_roles_they_name():
     """--cpus ps=1,client=0:1 on the article layout changes those two roles only."""
     cpus = make_layout("article", 2, cpus=[0, 1], explicit=parse_cpu_overrides("ps=1,client=0:1")).cpus
-    roles = cluster_roles(local_cluster(2), TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER)
+    roles = cluster_roles(local_cluster(2), TRAINING, CLIENT, cpus, role_server=SERVER)
     assert {"ps": "1", "worker0": "0", "worker1": "0", "client": "0,1"} == {r.name: r.cpus for r in roles}
 
 
@@ -152,7 +157,7 @@ def test_bad_cpus_input_is_refused_before_any_role_is_built(text: str, message: 
 
 def test_a_role_spec_survives_the_plan_file():
     """to_json then from_json gives an equal RoleSpec (the supervisor reads roles from JSON)."""
-    role = client_role(CLUSTER, TRAINING, python=PY, sources=SOURCES, cpus="0")
+    role = client_role(CLUSTER, TRAINING, CLIENT, cpus="0")
     server = server_role(CLUSTER, "worker", 0, python=PY, role_server=SERVER, cpus="1")
     for spec in (role, server):
         assert spec == RoleSpec.from_json(json.loads(json.dumps(spec.to_json())))
@@ -161,7 +166,7 @@ def test_a_role_spec_survives_the_plan_file():
 def test_a_client_hosting_the_ps_serves_the_ps_task_then_runs_the_trainer():
     """client_hosts_ps: no separate ps role; the client runs role_server.py --run-trainer."""
     cpus = make_layout("spread", 2, cpus=[0, 1]).cpus
-    roles = cluster_roles(CLUSTER, TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER,
+    roles = cluster_roles(CLUSTER, TRAINING, CLIENT, cpus, role_server=SERVER,
                           threads=(1, 4), client_hosts_ps=True)
     assert ["worker0", "worker1", "client"] == [r.name for r in roles]
     client = roles[-1]
@@ -177,15 +182,22 @@ def test_a_client_hosting_the_ps_serves_the_ps_task_then_runs_the_trainer():
 
 
 def test_a_probe_of_a_client_hosting_the_ps_starts_the_same_server_in_process():
-    """The benchmark's probe keeps the cluster, the threads, the trainer and its flags."""
-    from reprokit.bench.roles import probe_role
-
+    """The benchmark's instruments keep the cluster, the threads, the trainer and its flags."""
     cpus = make_layout("spread", 2, cpus=[0, 1]).cpus
-    client = cluster_roles(CLUSTER, TRAINING, cpus, python=PY, sources=SOURCES, role_server=SERVER,
-                           threads=(1, 4), client_hosts_ps=True)[-1]
-    probe = probe_role(client, "/runs/probe.json", trace_step=25)
-    argv = probe.argv
-    assert [PY, "-m", "reprokit.bench.probe", "--sources", SOURCES, "--trainer", "cifar10_cluster_train"] == argv[:7]
+    probed = Trainer(PY, SOURCES, "cifar10_cluster_train.py", Instruments("/runs/probe.json", trace_step=25))
+    client = cluster_roles(CLUSTER, TRAINING, probed, cpus, role_server=SERVER, threads=(1, 4),
+                           client_hosts_ps=True)[-1]
+    argv = client.argv
+    assert [PY, "-m", "reprokit.bench.probe", "--sources", SOURCES, "--trainer", "cifar10_cluster_train",
+            "--out", "/runs/probe.json", "--trace-step", "25"] == argv[:11]
     assert SPEC_JSON == argv[argv.index("--serve-ps") + 1]
     assert "1,4" == argv[argv.index("--ps-threads") + 1]
     assert TRAINING.flags() + ["--num_workers=2"] == argv[argv.index("--") + 1:]
+    assert PACKAGE_PARENT == client.env["PYTHONPATH"]  # the probe is a module of the kit
+
+
+def test_instruments_are_flags_of_the_probe_only_when_asked_for():
+    """trace_step -1 traces nothing; input_free and variables_on_ps add their flags."""
+    assert ["--out", "/p.json", "--trace-step", "-1"] == Instruments("/p.json").flags()
+    assert ["--out", "/p.json", "--trace-step", "5", "--input-free", "--variables-on-ps"] == \
+        Instruments("/p.json", 5, input_free=True, variables_on_ps=True).flags()

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from reprokit.bench.timeline import _union_us, breakdown, device_time
+from tests.support import SAMPLES as ALL_SAMPLES
 
-SAMPLES = Path(__file__).parent / "samples" / "traces"
+SAMPLES = ALL_SAMPLES / "traces"
 
 
 def _trace(name: str) -> dict:

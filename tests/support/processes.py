@@ -1,10 +1,8 @@
 """Helpers for the tests that start processes: supervised roles, real TensorFlow servers, runs.
 
 Every process this test session starts carries MARKER in its environment (children inherit
-it), so the ``no_leftover_processes`` fixture can tell our processes from anyone else's,
-even after they have been re-parented. Import the fixtures into a test module with
-``from cluster_support import kit_inputs, no_leftover_processes``; pytest puts tests/ on
-sys.path, as for docker_support.
+it), so the ``no_leftover_processes`` fixture (tests/conftest.py) can tell our processes from
+anyone else's, even after they have been re-parented.
 """
 
 from __future__ import annotations
@@ -20,21 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import yaml
-
-from reprokit.data.prepare import prepare_data
-from reprokit.run.cluster import make_layout
-from reprokit.run.local import LocalBackend
-from reprokit.run.roles import RoleSpec, TrainingArgs, cluster_roles
-from reprokit.settings import Settings, from_mapping
-from reprokit.sources.workspace import apply_all
-
-REPO = Path(__file__).resolve().parents[1]
-RULES = REPO / "expected_logs" / "rules.yaml"
-# Small, fast runs: 200 records per generated file, steps 0..20 (three step lines).
-RECORDS = 200
-STEPS = 21
-FILLING_QUEUE = "Filling queue with"
 
 MARKER_NAME = "REPROKIT_TEST_SESSION"
 # A fresh value each session: a parent that happens to carry an older one is not ours.
@@ -126,24 +109,6 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(autouse=True)
-def no_leftover_processes(tmp_path: Path) -> Iterator[None]:
-    """After the test, no process it started may still run (role servers, trainers, supervisors)."""
-    yield
-    needles = (str(tmp_path),)
-    deadline = time.monotonic() + 5  # a SIGKILL by PR_SET_PDEATHSIG is delivered asynchronously
-    left = our_processes(*needles)
-    while left and time.monotonic() < deadline:
-        time.sleep(0.2)
-        left = our_processes(*needles)
-    for proc in left:  # don't let one failure spoil the tests after it
-        try:
-            os.kill(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    assert [] == [f"{p.pid}: {p.cmdline[:200]}" for p in left], "processes left running after the test"
-
-
 # --- a fault injector that runs beside a blocking call ---------------------------------
 
 @dataclass
@@ -188,45 +153,3 @@ class KillWhen:
         self._thread.join(timeout=30)
         assert not self.error, self.error
         assert self.pid is not None, "the victim was never killed"
-
-
-# --- real runs: shared inputs ------------------------------------------------------------
-
-@dataclass(frozen=True)
-class KitInputs:
-    """Generated data and patched sources, made once per test session."""
-
-    data_dir: Path  # the folder that holds cifar-10-batches-bin (Settings.data_dir, --data_dir)
-    sources_dir: Path  # the patched trainers
-
-
-@pytest.fixture(scope="session")
-def kit_inputs(tmp_path_factory: pytest.TempPathFactory) -> KitInputs:
-    root = tmp_path_factory.mktemp("kit-inputs")
-    data = prepare_data("synthetic", root / "data", records_per_file=RECORDS)
-    applied = apply_all(REPO / "upstream", REPO / "patches", root / "patched")
-    return KitInputs(data.data_dir, applied.out_dir.resolve())
-
-
-def repo_config() -> dict:
-    """The `reprokit:` section of the repository's invoke.yaml: the settings a user gets."""
-    return dict(yaml.safe_load((REPO / "invoke.yaml").read_text())["reprokit"])
-
-
-def kit_config(runs_dir: Path, inputs: KitInputs) -> dict:
-    """invoke.yaml's settings, with runs, data and sources under the test's folders."""
-    return {**repo_config(), "runs_dir": str(runs_dir), "data_dir": str(inputs.data_dir),
-            "sources_dir": str(inputs.sources_dir), "synthetic_records": RECORDS}
-
-
-def kit_settings(runs_dir: Path, inputs: KitInputs) -> Settings:
-    return from_mapping(kit_config(runs_dir, inputs), root=REPO)
-
-
-def real_cluster_roles(backend: LocalBackend, inputs: KitInputs, run_dir: Path,
-                       steps: int = STEPS, workers: int = 2) -> list[RoleSpec]:
-    """ps, workers and client, as the cluster stage of a reproduction builds them."""
-    training = TrainingArgs(steps, str(inputs.data_dir), str(run_dir / "train_cluster"))
-    layout = make_layout("spread", workers)
-    return cluster_roles(backend.cluster(workers), training, layout.cpus, python=backend.python,
-                         sources=str(inputs.sources_dir), role_server=backend.role_server)

@@ -6,18 +6,19 @@ import json
 from pathlib import Path
 
 import pytest
-from cluster_support import KitInputs, kit_inputs, kit_settings  # noqa: F401  (fixture)
 
-from reprokit.bench.measure import WARMUP_LOGGED_STEPS, run_bench, run_sweep
+from reprokit.bench.measure import run_bench, run_sweep
 from reprokit.bench.tables import bench_lines, plot_bench, plot_sweep, sweep_lines
+from reprokit.judge.speed import WARMUP_RULE
 from reprokit.run.local import LocalBackend
 from reprokit.run.tuning import PROFILES, profile
+from tests.support.kit import KitInputs, kit_settings
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_leftover_processes")]
 
 
 @pytest.fixture(scope="module")
-def bench_results(kit_inputs: KitInputs, tmp_path_factory: pytest.TempPathFactory) -> dict:  # noqa: F811
+def bench_results(kit_inputs: KitInputs, tmp_path_factory: pytest.TempPathFactory) -> dict:
     settings = kit_settings(tmp_path_factory.mktemp("bench-runs"), kit_inputs)
     lines: list[str] = []
     return run_bench(settings, LocalBackend("auto"), profile("tuned"), repetitions=1, steps=31,
@@ -31,7 +32,7 @@ def test_bench_reports_positive_rates_and_their_ratio(bench_results: dict):
     assert rep["speedup"] == pytest.approx(rep["cluster"]["rate"] / rep["standalone"]["rate"])
     assert rep["efficiency"] == pytest.approx(rep["speedup"] / 2)
     assert bench_results["median"]["speedup"] == pytest.approx(rep["speedup"])
-    assert 2 == WARMUP_LOGGED_STEPS and "excluded" in bench_results["warmup_rule"]
+    assert WARMUP_RULE == bench_results["warmup_rule"]  # the one rule of every figure of the kit
 
 
 def test_bench_writes_its_json_and_records_the_kit_settings(bench_results: dict):
@@ -74,7 +75,7 @@ def test_bench_renders_a_table_and_a_plot(bench_results: dict, tmp_path: Path):
     assert b"\x89PNG" == png.read_bytes()[:4]
 
 
-def test_sweep_runs_the_cluster_per_worker_count(kit_inputs: KitInputs, tmp_path: Path):  # noqa: F811
+def test_sweep_runs_the_cluster_per_worker_count(kit_inputs: KitInputs, tmp_path: Path):
     """One worker: a rate, its speed-up over standalone, no oversubscription on 2 CPUs."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     results = run_sweep(settings, LocalBackend("auto"), PROFILES["default"], worker_counts=[1], steps=31,

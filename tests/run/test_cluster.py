@@ -8,7 +8,6 @@ import socket
 from pathlib import Path
 
 import pytest
-from cluster_support import free_port
 
 from reprokit.errors import KitError, PortBusyError
 from reprokit.run.cluster import (
@@ -21,6 +20,7 @@ from reprokit.run.cluster import (
     port_holder,
     require_free_ports,
 )
+from tests.support.processes import free_port
 
 
 def test_the_spec_is_the_articles_shape():
@@ -184,7 +184,7 @@ def test_a_busy_port_names_the_role_the_port_and_its_holder(host: str, reuse: bo
     error = caught.value
     assert error.message.startswith(f"port {port} for the ps role (127.0.0.1:{port}) is already in use by "
                                     f"pid {os.getpid()} (")
-    assert "--first-port" in error.hint
+    assert "--isolation netns" in error.hint and "--first-port" not in error.hint  # no task has that option
 
 
 def test_a_port_whose_connections_linger_in_time_wait_is_free():

@@ -17,11 +17,13 @@ from reprokit.judge.rules import (
     load_rules,
     run_context,
 )
+from tests.support import REPO
+from tests.support import SAMPLES as ALL_SAMPLES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 RULES = ROOT / "expected_logs" / "rules.yaml"
 ARTICLE = ROOT / "expected_logs" / "article"
-SAMPLES = Path(__file__).resolve().parent / "samples"
+SAMPLES = ALL_SAMPLES
 LOGS = SAMPLES / "logs"
 BOTH = {"format", "run"}
 

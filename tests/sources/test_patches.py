@@ -11,8 +11,9 @@ import pytest
 from reprokit.errors import PatchError
 from reprokit.sources import patches as patchlib
 from reprokit.sources.upstream import read_lines
+from tests.support import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 UPSTREAM = ROOT / "upstream"
 PATCHES = ROOT / "patches"
 TRAINER = "cifar10_multi_gpu_train.py"

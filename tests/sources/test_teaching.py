@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from reprokit.sources import patches as patchlib
 from reprokit.sources import teaching, workspace
 from reprokit.sources.upstream import read_lines
+from tests.support import REPO
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = REPO
 UPSTREAM = ROOT / "upstream"
 PATCHES = ROOT / "patches"
 TRAINER = "cifar10_multi_gpu_train.py"

@@ -17,29 +17,27 @@ from pathlib import Path
 
 import pytest
 import yaml
-from cluster_support import (  # noqa: F401
+
+from reprokit.errors import RunFolderExistsError
+from reprokit.experiment import Reproduction, reproduce
+from reprokit.judge.logs import parse_log, step_fields
+from reprokit.judge.verdict import judge_run
+from reprokit.names import PLOT, REPORT, RESULTS
+from reprokit.options import Options
+from reprokit.run.local import LocalBackend
+from tests.support import REPO
+from tests.support.kit import (
     FILLING_QUEUE,
     RECORDS,
-    REPO,
     RULES,
     STEPS,
     KitInputs,
-    alive,
     kit_config,
-    kit_inputs,
     kit_settings,
-    log_has,
-    no_leftover_processes,
-    processes_mentioning,
-    wait_for,
 )
+from tests.support.processes import alive, log_has, processes_mentioning, wait_for
 
-from reprokit.errors import RunFolderExistsError
-from reprokit.experiment import Options, Reproduction, reproduce
-from reprokit.judge.logs import parse_log, step_fields
-from reprokit.judge.verdict import judge_run
-from reprokit.report.markdown import PLOT, REPORT, RESULTS
-from reprokit.run.local import LocalBackend
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
 STAGES = ["prepare", "data", "standalone", "cluster", "check", "teardown", "report"]
 
@@ -57,7 +55,7 @@ class Finished:
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory: pytest.TempPathFactory, kit_inputs: KitInputs) -> Finished:  # noqa: F811
+def finished(tmp_path_factory: pytest.TempPathFactory, kit_inputs: KitInputs) -> Finished:
     """One real reproduction, through the local backend (its own network namespace where possible)."""
     settings = kit_settings(tmp_path_factory.mktemp("runs"), kit_inputs)
     said: list[str] = []
@@ -154,7 +152,7 @@ def test_progress_reports_each_modes_step_lines(finished: Finished):
     assert "PASS" in finished.said
 
 
-def test_a_run_folder_from_an_older_run_is_never_overwritten(tmp_path: Path, kit_inputs: KitInputs):  # noqa: F811
+def test_a_run_folder_from_an_older_run_is_never_overwritten(tmp_path: Path, kit_inputs: KitInputs):
     """--run-id of an existing folder: RunFolderExistsError before any stage; its files unchanged."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     old = settings.runs_dir / "it"
@@ -166,7 +164,7 @@ def test_a_run_folder_from_an_older_run_is_never_overwritten(tmp_path: Path, kit
     assert '{"verdict": "PASS"}' == (old / "results.json").read_text()
 
 
-def test_a_failed_stage_still_tears_down_and_writes_the_report(tmp_path: Path, kit_inputs: KitInputs):  # noqa: F811
+def test_a_failed_stage_still_tears_down_and_writes_the_report(tmp_path: Path, kit_inputs: KitInputs):
     """The ps port is taken: the cluster stage fails with the port's holder, teardown and report
     still run, and the verdict is FAIL with the error."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
@@ -189,7 +187,7 @@ def test_a_failed_stage_still_tears_down_and_writes_the_report(tmp_path: Path, k
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_ctrl_c_during_training_stops_every_process_of_the_run(tmp_path: Path, kit_inputs: KitInputs):  # noqa: F811
+def test_ctrl_c_during_training_stops_every_process_of_the_run(tmp_path: Path, kit_inputs: KitInputs):
     """`invoke reproduce` gets SIGINT (Ctrl-C in its terminal) while the cluster trains: it exits 130,
     and no role, trainer or supervisor of the run is left."""
     config = tmp_path / "invoke.yaml"
@@ -224,13 +222,13 @@ def test_ctrl_c_during_training_stops_every_process_of_the_run(tmp_path: Path, k
     assert ("ok", "interrupted", "ok") == (stages["standalone"], stages["cluster"], stages["teardown"])
 
 
-def test_a_bad_cpus_override_fails_before_any_run_folder_exists(tmp_path: Path, kit_inputs: KitInputs):  # noqa: F811
+def test_a_bad_cpus_override_fails_before_any_run_folder_exists(tmp_path: Path, kit_inputs: KitInputs):
     """--cpus naming a role the run has not is refused, and runs/ gets no empty folder."""
-    from cluster_support import kit_settings
-
     from reprokit.errors import KitError
-    from reprokit.experiment import Options, reproduce
+    from reprokit.experiment import reproduce
+    from reprokit.options import Options
     from reprokit.run.local import LocalBackend
+    from tests.support.kit import kit_settings
 
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     options = Options(21, 2, "spread", "auto", RECORDS, {"worker7": "0"})

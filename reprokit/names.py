@@ -1,0 +1,63 @@
+"""Every name the kit gives: the roles of a run, their hostnames and logs, the files of a run folder.
+
+One place, so that "worker1", "tf_worker_2" and "worker1.log" are built the same way by the
+role builders, the backends, the judge and the report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+PS, CLIENT, STANDALONE = "ps", "client", "standalone"
+MODES = ("standalone", "cluster")
+# The role whose log holds a mode's trainer output: the client builds the cluster's graph.
+MAIN_ROLE = {"standalone": STANDALONE, "cluster": CLIENT}
+# The article's container hostnames.
+_HOSTNAMES = {PS: "tf_paramserver", CLIENT: "tf_client", STANDALONE: "tf_standalone"}
+_WORKER = "worker"
+
+# The files of a run folder (runs/<id>/).
+RUN_FILE = "run.json"  # what was asked: written first, read by the judge and the report
+RESULTS = "results.json"  # what came out: written by the report stage
+REPORT = "report.md"
+PLOT = "speed.png"
+STAGES = "stages"
+
+# The role server: a plain script (it also runs inside the image, where the kit is not installed).
+ROLE_SERVER = Path(__file__).resolve().parent / "run" / "role_server.py"
+IMAGE_ROLE_SERVER = "/opt/reprokit/role_server.py"
+
+
+def worker(index: int) -> str:
+    """worker0, worker1, ...: task i of the worker job."""
+    return f"{_WORKER}{index}"
+
+
+def worker_index(role: str) -> int | None:
+    """1 for 'worker1'; None for any other role."""
+    digits = role[len(_WORKER):]
+    return int(digits) if role.startswith(_WORKER) and digits.isdigit() else None
+
+
+def server_name(job: str, task: int) -> str:
+    """The role that serves /job:<job>/task:<task>."""
+    return PS if job == "ps" else worker(task)
+
+
+def cluster_roles(workers: int) -> list[str]:
+    """ps, worker0..worker<N-1>, client: the order they start in."""
+    return [PS, *(worker(i) for i in range(workers)), CLIENT]
+
+
+def hostname(role: str) -> str:
+    """tf_paramserver, tf_worker_1 (for worker0), ..., as the article names its containers."""
+    index = worker_index(role)
+    return f"tf_worker_{index + 1}" if index is not None else _HOSTNAMES[role]
+
+
+def log_path(run_dir: str | Path, role: str) -> Path:
+    return Path(run_dir) / f"{role}.log"
+
+
+def trainer_log(run_dir: str | Path, mode: str) -> Path:
+    return log_path(run_dir, MAIN_ROLE[mode])

@@ -1,0 +1,54 @@
+"""What a backend is, and the one place that builds one from its name.
+
+A backend turns roles into running things (processes, containers, processes in host namespaces)
+and hands them to the runner. The experiment, the benchmark and `invoke client` see only this
+protocol.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from reprokit.errors import KitError
+from reprokit.run.cluster import Cluster
+from reprokit.run.roles import RoleSpec
+from reprokit.run.runner import Outcome, Progress
+
+BACKENDS = ("local", "docker")
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """Where a backend's servers listen, said before they start; `beyond_run` when anything
+    outside the run itself can reach them (the verdict line then repeats it)."""
+
+    where: str
+    beyond_run: bool
+
+
+class Backend(Protocol):
+    name: str
+    python: str  # the interpreter that runs a role, as the role sees it
+    role_server: str  # role_server.py, as the role sees it
+
+    def cluster(self, workers: int) -> Cluster: ...
+    def exposure(self, cluster: Cluster) -> Exposure: ...
+    def facts(self) -> dict: ...
+    def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome: ...
+    def teardown(self) -> list[str]: ...
+
+
+def make_backend(settings: Any, name: str, isolation: str = "auto") -> Backend:
+    """The backend called ``name``, with the settings' probe timeout and watchdog."""
+    watchdog = settings.watchdog
+    if name == "local":
+        from reprokit.run.local import LocalBackend
+
+        return LocalBackend(isolation, probe_timeout_s=settings.probe_timeout_s, watchdog=watchdog)
+    if name == "docker":
+        from reprokit.run.containers.backend import DockerBackend
+
+        return DockerBackend(settings, watchdog=watchdog)
+    raise KitError(f"unknown backend {name!r}", f"choose one of {', '.join(BACKENDS)}")

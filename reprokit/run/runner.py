@@ -1,0 +1,285 @@
+"""The one loop every backend runs: start the servers, wait until each answers, start the rest,
+watch them all while the main role runs, and always tear every one of them down.
+
+A backend provides one `RoleHandle` per role (a process here, a container, a process in a host
+namespace) and calls `Runner.run`; the loop, its errors, its timings and its watchdog are the
+same everywhere. The runner follows the main role's log: each step line is progress, and a run
+whose step lines stop coming is stopped by the watchdog, with the evidence.
+"""
+
+from __future__ import annotations
+
+import signal
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from reprokit.errors import ClusterError, KitError
+from reprokit.names import log_path
+from reprokit.run.logfiles import LogFollower, tail
+from reprokit.run.roles import RoleSpec
+
+Progress = Callable[[str, int, float], None]  # role, step, examples/sec
+TERM_GRACE_S = 5.0
+TICK_S = 0.25
+
+
+@dataclass
+class Outcome:
+    """How a run of roles ended: the evidence the report and the tests read."""
+
+    ok: bool
+    message: str
+    exit_codes: dict[str, int | None] = field(default_factory=dict)
+    pids: dict[str, int] = field(default_factory=dict)  # processes on this machine (local backends)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds since the start; epoch_started
+    cpu_seconds: dict[str, float] = field(default_factory=dict)  # per role, last sample before it ended
+    interfaces: list[str] = field(default_factory=list)  # the network the roles saw: ['lo'] when isolated
+    left: list[str] = field(default_factory=list)  # what teardown could not remove, with the reason
+
+
+@dataclass(frozen=True)
+class Watchdog:
+    """When a run that still runs is stuck: no step line for too long.
+
+    Step lines come every 10 steps. Before the first one the main role may build its graph and
+    fill its queues (the article's step 0 took 10 s of 1.3 s steps): `first_step_s` is the ceiling
+    there and for the second line. After that the limit is `factor` times the median time between
+    step lines so far, but never less than `floor_s`, so a checkpoint or a busy machine is no stall.
+    """
+
+    first_step_s: float = 900.0
+    factor: float = 20.0
+    floor_s: float = 120.0
+
+    def limit(self, gaps: Sequence[float]) -> float:
+        if not gaps:
+            return self.first_step_s
+        return max(self.floor_s, self.factor * statistics.median(gaps))
+
+    def explain(self, gaps: Sequence[float]) -> str:
+        if not gaps:
+            return f"the first two step lines may take up to {self.first_step_s:.0f} s"
+        return (f"the median time between step lines is {statistics.median(gaps):.1f} s; "
+                f"the watchdog allows {self.factor:g} times that, at least {self.floor_s:.0f} s")
+
+
+class RoleHandle(Protocol):
+    """One role as a backend runs it. Every method but `start` must not raise."""
+
+    spec: RoleSpec
+    pid: int | None
+
+    def start(self) -> None:
+        """Start the role and its log pump; raise a KitError naming what went wrong."""
+
+    def returncode(self) -> int | None:
+        """Its exit code once it has ended, else None."""
+
+    def unreachable(self) -> str:
+        """Servers: '' once a client can connect to its address, else what the probe saw."""
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used so far (user + system), or None when it cannot be read now."""
+
+    def terminate(self) -> None:
+        """Ask it to stop (SIGTERM)."""
+
+    def kill(self) -> None:
+        """Stop it now (SIGKILL)."""
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for it to end; its exit code, or None if it still runs."""
+
+    def death(self) -> str:
+        """How it ended, as a phrase: 'exited with code 1', '... (killed by SIGKILL)'."""
+
+    def pump_error(self) -> str:
+        """'' while its log is being written; the reason once its log pump has failed."""
+
+    def release(self) -> list[str]:
+        """Finish its log and remove what the backend made for it; what could not be removed."""
+
+
+def signal_phrase(code: int | None) -> str:
+    """' (killed by SIGKILL)' for a code that says a signal ended it (-9, or 137 from a shell)."""
+    if code is None:
+        return ""
+    number = -code if code < 0 else code - 128 if code > 128 else 0
+    if number and number in signal.valid_signals():
+        return f" (killed by {signal.Signals(number).name})"
+    return ""
+
+
+class _Died(Exception):
+    """A role ended when it should not have; the message is made once its log is complete."""
+
+    def __init__(self, role: str, when: str) -> None:
+        super().__init__(role, when)
+        self.role, self.when = role, when
+
+
+class Runner:
+    """One run of roles: servers first, each probed until it answers, then the rest; the run
+    ends when the main role ends, when any other role dies, when it stalls, or on `stop`."""
+
+    def __init__(self, run_dir: Path, handles: Sequence[RoleHandle], main: str, *, probe_timeout_s: float = 60.0,
+                 watchdog: Watchdog = Watchdog(), progress: Progress | None = None,
+                 stop: threading.Event | None = None) -> None:
+        self.run_dir, self.main, self.probe_timeout_s = Path(run_dir), main, probe_timeout_s
+        self.handles = {h.spec.name: h for h in handles}
+        if main not in self.handles:
+            raise KitError(f"the main role {main!r} is not among the roles {list(self.handles)}")
+        self.watchdog, self.progress = watchdog, progress
+        self.stop = stop or threading.Event()
+        self.started_at = time.monotonic()
+        # The wall-clock start, so that timings can be set against the logs' timestamps.
+        self.timings: dict[str, float] = {"epoch_started": round(time.time(), 3)}
+        self.cpu: dict[str, float] = {}
+        self.started: list[RoleHandle] = []
+
+    def mark(self, name: str) -> None:
+        self.timings[name] = round(time.monotonic() - self.started_at, 3)
+
+    def run(self) -> Outcome:
+        ok, message, left = False, "", []
+        died: _Died | None = None
+        try:
+            servers = [h for h in self.handles.values() if h.spec.is_server]
+            for handle in servers:  # all start at once: each spends seconds importing TensorFlow
+                self._start(handle)
+            for handle in servers:
+                self._wait_reachable(handle)
+            self.mark("servers_reachable")
+            for handle in self.handles.values():
+                if not handle.spec.is_server:
+                    self._start(handle)
+            ok = self._watch() == 0
+            if not ok:
+                died = _Died(self.main, "")
+        except _Died as exc:
+            died = exc
+        except KitError as exc:
+            message = str(exc)
+        finally:
+            left = self._teardown()
+        if died is not None:  # after teardown: the role's log pump has written its last lines
+            message = str(self._death(died.role, died.when))
+        if left:
+            message = (message + "\n" if message else "") + "could not remove: " + ", ".join(left)
+        return Outcome(ok and not left, message, {n: h.returncode() for n, h in self.handles.items()
+                                                  if h in self.started},
+                       {h.spec.name: h.pid for h in self.started if h.pid is not None},
+                       self.timings, self.cpu, [], left)
+
+    # -- the stages -------------------------------------------------------------------------
+
+    def _interrupted(self) -> None:
+        if self.stop.is_set():
+            raise ClusterError("interrupted: every role was stopped")
+
+    def _start(self, handle: RoleHandle) -> None:
+        self._interrupted()
+        self.started.append(handle)  # before start: a half-started role is torn down too
+        handle.start()
+        self.mark(f"{handle.spec.name}_started")
+
+    def _death(self, name: str, when: str) -> ClusterError:
+        handle = self.handles[name]
+        path = log_path(self.run_dir, name)
+        return ClusterError(f"the {name} role {handle.death()} {when}".rstrip(),
+                            f"see {path}; its last lines:\n{tail(path)}")
+
+    def _wait_reachable(self, handle: RoleHandle) -> None:
+        role = handle.spec
+        deadline = time.monotonic() + self.probe_timeout_s
+        while True:
+            self._interrupted()
+            if handle.returncode() is not None:
+                raise _Died(role.name, f"before {role.address} became reachable")
+            self._check_pumps()
+            seen = handle.unreachable()
+            if not seen:
+                self.mark(f"{role.name}_reachable")
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"the {role.name} role ({role.address}) is not reachable after "
+                    f"{self.probe_timeout_s:.0f} s ({seen})",
+                    f"is the {role.name} server running? see {log_path(self.run_dir, role.name)}")
+            time.sleep(TICK_S)
+
+    def _check_pumps(self) -> None:
+        for name, handle in self.handles.items():
+            error = handle.pump_error() if handle in self.started else ""
+            if error:
+                raise ClusterError(f"the log of the {name} role cannot be written: {error}",
+                                   f"free space where {log_path(self.run_dir, name)} is, then run again; "
+                                   "the run was stopped rather than left to block on its output")
+
+    def _watch(self) -> int:
+        """Wait for the main role; fail as soon as another role dies (servers first: a dead
+        worker makes the client fail too, and the worker is the cause) or the run stalls."""
+        follower = LogFollower(log_path(self.run_dir, self.main))
+        last_line, gaps, last_step = time.monotonic(), [], None
+        last_sample = 0.0
+        while True:
+            self._interrupted()
+            for name, handle in self.handles.items():
+                if name != self.main and handle.returncode() is not None:
+                    raise _Died(name, f"while the {self.main} was running")
+            self._check_pumps()
+            now = time.monotonic()
+            for step, rate in follower.steps():
+                if last_step is not None:
+                    gaps.append(now - last_line)
+                last_line, last_step = now, step
+                if self.progress is not None:
+                    self.progress(self.main, step, rate)
+            if now - last_sample > 1.0:
+                self._sample_cpu()
+                last_sample = now
+            code = self.handles[self.main].returncode()
+            if code is not None:
+                self.mark("main_exited")
+                return code
+            limit = self.watchdog.limit(gaps[1:])  # the gap after step 0 is warm-up, not pace
+            if now - last_line > limit:
+                self.mark("stalled")
+                raise self._stalled(now - last_line, last_step, gaps[1:])
+            time.sleep(TICK_S)
+
+    def _stalled(self, quiet: float, last_step: int | None, gaps: list[float]) -> ClusterError:
+        path = log_path(self.run_dir, self.main)
+        since = "since it started" if last_step is None else f"after step {last_step}"
+        cpu = ", ".join(f"{n} {s:.1f} s" for n, s in self.cpu.items()) or "n/a"
+        return ClusterError(
+            f"the run stalled: the {self.main} wrote no step line for {quiet:.0f} s {since} "
+            f"({self.watchdog.explain(gaps)}); CPU used so far: {cpu}",
+            f"every role was stopped; see {path} (a dead input thread shows as a Traceback); "
+            f"its last lines:\n{tail(path)}")
+
+    def _sample_cpu(self) -> None:
+        for name, handle in self.handles.items():
+            if handle in self.started:
+                used = handle.cpu_seconds()
+                if used:  # an ended role reads as nothing: keep its last real sample
+                    self.cpu[name] = round(used, 2)
+
+    def _teardown(self) -> list[str]:
+        self.mark("teardown_started")
+        self._sample_cpu()  # before the roles are stopped: an ended role has no CPU time to read
+        for handle in reversed(self.started):
+            handle.terminate()
+        deadline = time.monotonic() + TERM_GRACE_S
+        for handle in self.started:
+            if handle.wait(max(0.0, deadline - time.monotonic())) is None:
+                handle.kill()
+                handle.wait(TERM_GRACE_S)
+        left = [item for handle in self.started for item in handle.release()]
+        self.mark("teardown_done")
+        return left
