@@ -8,7 +8,7 @@ run, and an error in them never hides the error that came before. `invoke reprod
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -16,12 +16,11 @@ from typing import Any
 from reprokit.commands import Echo
 from reprokit.data.prepare import DataResult, prepare_data
 from reprokit.errors import ClusterError, KitError
-from reprokit.files import write_json
 from reprokit.judge.verdict import Judgement, judge_run
-from reprokit.names import MAIN_ROLE, MODES, RUN_FILE, STANDALONE
+from reprokit.names import MAIN_ROLE, MODES, STANDALONE
 from reprokit.options import Options, check_backend, run_options
 from reprokit.report import markdown as report
-from reprokit.report import results as resultslib
+from reprokit.report.results import RunResults, build_results
 from reprokit.run.backends import Backend, Exposure, make_backend
 from reprokit.run.cluster import Cluster, CpuLayout, make_layout
 from reprokit.run.manual import ExternalCluster
@@ -36,7 +35,7 @@ from reprokit.run.roles import (
     standalone_role,
 )
 from reprokit.run.runner import Outcome, Progress
-from reprokit.runs import new_run_dir
+from reprokit.runs import RunInfo, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources import workspace
 from reprokit.stages import StageRecord, Stages
@@ -81,7 +80,7 @@ class Reproduction:
     run_dir: Path
     stages: list[StageRecord]
     judgement: Judgement | None = None
-    results: dict[str, Any] = field(default_factory=dict)
+    results: RunResults | None = None
     error: str = ""
     exposure: Exposure | None = None
 
@@ -132,10 +131,9 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
     outcomes: dict[str, Outcome] = {}
     data: DataResult | None = None
     try:
-        write_json(run_dir / RUN_FILE, {
-            "steps": options.steps, "workers": options.workers, "modes": list(options.modes),
-            "program": options.program, "tuning": options.tuning.name, "layout": layout.name,
-            "cpus": layout.cpus, "started": datetime.now().isoformat()})
+        RunInfo(options.steps, options.workers, list(options.modes), options.program, options.tuning.name,
+                layout.name, layout.cpus, options.data_source, datetime.now().isoformat(timespec="seconds")
+                ).save(run_dir)
         with stages.stage("prepare") as say:
             applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, settings.sources_dir)
             say(f"patched sources in {applied.out_dir}: "
@@ -168,7 +166,7 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
         result.error = str(exc) if isinstance(exc, KitError) else f"could not write in {run_dir}: {exc}"
     finally:
         _teardown(stages, backend, outcomes, result)
-        _report(stages, settings, options, layout, backend, data, outcomes, result)
+        _report(stages, settings, options, backend, data, outcomes, result)
     return result
 
 
@@ -180,14 +178,13 @@ def _teardown(stages: Stages, backend: Backend, outcomes: dict[str, Outcome], re
             result.error = "teardown left things running: " + ", ".join(left)
 
 
-def _report(stages: Stages, settings: Settings, options: Options, layout: CpuLayout, backend: Backend,
+def _report(stages: Stages, settings: Settings, options: Options, backend: Backend,
             data: DataResult | None, outcomes: dict[str, Outcome], result: Reproduction) -> None:
     """The report stage: its own failure is added to the run's error, never put in its place."""
     try:
         with stages.stage("report") as say:
-            result.results = resultslib.build_results(settings, options, layout, backend.facts(), data, outcomes,
-                                                      result.judgement, stages.records, result.error,
-                                                      result.exposure)
+            result.results = build_results(settings, options, backend.facts(), data, outcomes, result.judgement,
+                                           stages.records, result.error, result.exposure)
             written = report.write_all(result.run_dir, result.results)
             say("wrote " + ", ".join(str(p.name) for p in written))
     except (KitError, OSError) as exc:

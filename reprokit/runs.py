@@ -1,11 +1,15 @@
-"""Run folders: one per reproduction, never reused, never overwritten."""
+"""Run folders: one per run, never reused, never overwritten; and run.json, what a run was asked."""
 
 from __future__ import annotations
 
+import json
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
 
 from reprokit.errors import KitError, RunFolderExistsError
+from reprokit.files import write_json
+from reprokit.names import RUN_FILE
 
 
 def new_run_dir(runs_root: Path, run_id: str | None = None, now: datetime | None = None) -> Path:
@@ -35,7 +39,7 @@ def new_run_dir(runs_root: Path, run_id: str | None = None, now: datetime | None
 def find_run(runs_root: Path, name: str) -> Path:
     """A finished run by id, path, or 'latest'."""
     if name == "latest":
-        # Reproductions only: a benchmark's folder (no run.json) is not a run to judge or report.
+        # Runs only: a benchmark's folder (no run.json) is not a run to judge or report.
         runs = sorted((p for p in runs_root.glob("*") if (p / "run.json").is_file()),
                       key=lambda p: p.stat().st_mtime)
         if not runs:
@@ -45,3 +49,34 @@ def find_run(runs_root: Path, name: str) -> Path:
         if candidate.is_dir():
             return candidate
     raise KitError(f"no run folder {name!r} (looked in {runs_root})", "list them with `ls runs/`")
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    """run.json: what a run was asked to do, written before anything runs; the judge and the
+    report read the run's options from here and from nowhere else."""
+
+    steps: int
+    workers: int
+    modes: list[str]
+    program: str
+    tuning: str
+    layout: str
+    cpus: dict[str, str]
+    data_source: str
+    started: str
+
+    def save(self, run_dir: Path) -> Path:
+        return write_json(run_dir / RUN_FILE, asdict(self))
+
+    @classmethod
+    def load(cls, run_dir: Path) -> "RunInfo":
+        path = run_dir / RUN_FILE
+        if not path.is_file():
+            raise KitError(f"{path} is missing: {run_dir} is not a run folder of the kit",
+                           "give a folder made by `invoke reproduce`, `standalone` or `client` (see `ls runs/`)")
+        try:
+            return cls(**json.loads(path.read_text()))
+        except (ValueError, TypeError) as error:
+            raise KitError(f"{path} is not a run.json of this kit version: {error}",
+                           "run the experiment again with this version") from None

@@ -21,7 +21,7 @@ from reprokit.report import markdown as reportlib
 from reprokit.run import manual
 from reprokit.run.backends import make_backend
 from reprokit.run.cluster import cluster_from
-from reprokit.runs import find_run
+from reprokit.runs import RunInfo, find_run
 from reprokit.settings import Settings
 from reprokit.sources import teaching, workspace
 from reprokit.sources.verify import run_checks
@@ -105,8 +105,10 @@ def finish(out: Out, result: experiment.Reproduction) -> bool:
     if result.error:
         out("error: " + result.error)
     out(f"run folder: {result.run_dir}")
-    if result.results.get("speed"):
-        for line in reportlib.speed_table(result.results):
+    if result.results is not None and result.results.speed:
+        for line in reportlib.speed_table(RunInfo.load(result.run_dir), result.results):
+            out(line)
+        for line in reportlib.dead_threads_lines(result.results):
             out(line)
     out(f"report: {result.run_dir / REPORT}")
     verdict = "PASS" if result.passed else "FAIL"

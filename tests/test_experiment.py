@@ -24,7 +24,9 @@ from reprokit.judge.logs import parse_log, step_fields
 from reprokit.judge.verdict import judge_run
 from reprokit.names import PLOT, REPORT, RESULTS
 from reprokit.options import Options
+from reprokit.report.results import FORMAT_VERSION
 from reprokit.run.local import LocalBackend
+from reprokit.runs import RunInfo
 from tests.support import REPO
 from tests.support.kit import (
     FILLING_QUEUE,
@@ -86,9 +88,11 @@ def test_the_run_folder_holds_results_report_and_plot(finished: Finished):
     for name in (RESULTS, REPORT, PLOT):
         assert (run_dir / name).stat().st_size > 0, name
     results = json.loads((run_dir / RESULTS).read_text())
-    assert "PASS" == results["verdict"]
-    assert {"steps": STEPS, "workers": 2, "modes": ["standalone", "cluster"], "data_source": "synthetic"} \
-        == results["options"]
+    assert ("PASS", FORMAT_VERSION) == (results["verdict"], results["format_version"])
+    info = RunInfo.load(run_dir)  # the options live in run.json alone
+    assert (STEPS, 2, ["standalone", "cluster"], "synthetic", "article") == \
+        (info.steps, info.workers, info.modes, info.data_source, info.program)
+    assert "options" not in results
     assert (run_dir / PLOT).read_bytes().startswith(b"\x89PNG")
     assert "PASS" in (run_dir / REPORT).read_text()
 

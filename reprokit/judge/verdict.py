@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -11,7 +10,8 @@ from reprokit.judge import checks
 from reprokit.judge import rules as ruleslib
 from reprokit.judge.logs import LogRecord, parse_log, step_fields
 from reprokit.judge.speed import SpeedComparison, compare_speed
-from reprokit.names import MAIN_ROLE, RUN_FILE, trainer_log
+from reprokit.names import MAIN_ROLE, trainer_log
+from reprokit.runs import RunInfo
 
 
 @dataclass(frozen=True)
@@ -28,31 +28,23 @@ class Judgement:
         return self.summary.passed and (self.speed is not None or not compared)
 
 
-def read_run(run_dir: Path) -> dict:
-    path = run_dir / RUN_FILE
-    if not path.is_file():
-        raise ruleslib.RulesError(f"{path} is missing: {run_dir} is not a run folder of the kit",
-                                  "give a folder made by `invoke reproduce` (see `ls runs/`)")
-    return json.loads(path.read_text())
-
-
 def judge_run(run_dir: Path, rules_path: Path) -> Judgement:
     """Check both modes' trainer logs, then compare their speeds."""
-    run = read_run(run_dir)
+    run = RunInfo.load(run_dir)
     rules = ruleslib.load_rules(rules_path)
     verdicts: list[ruleslib.Verdict] = []
     records: dict[str, list[LogRecord]] = {}
-    for mode in run["modes"]:
+    for mode in run.modes:
         path = trainer_log(run_dir, mode)
         records[mode] = parse_log(path, MAIN_ROLE[mode]) if path.is_file() else []
-        context = ruleslib.run_context(mode, run["steps"], run["workers"])
+        context = ruleslib.run_context(mode, run.steps, run.workers)
         verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
                                         sources=[path])
     speed, error = None, ""
     if {"standalone", "cluster"} <= set(records):
         try:
             speed = compare_speed(step_fields(records["standalone"]), step_fields(records["cluster"]),
-                                  run["workers"])
+                                  run.workers)
         except KitError as exc:
             error = str(exc)
     return Judgement(verdicts, checks.summarize(verdicts), records, speed, error)

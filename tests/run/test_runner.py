@@ -186,7 +186,12 @@ def test_a_role_that_ignores_sigterm_is_killed_after_the_grace_period(tmp_path: 
 def test_a_stop_request_interrupts_the_run_and_stops_every_role(tmp_path: Path):
     """SIGTERM/SIGINT set the stop event: the outcome says interrupted, every role is stopped."""
     stop = threading.Event()
-    threading.Timer(1.5, stop.set).start()
+
+    def stop_once_the_client_runs() -> None:
+        wait_for(lambda: log_path(tmp_path, "client").exists(), 60, "the client never started")
+        stop.set()
+
+    threading.Thread(target=stop_once_the_client_runs, daemon=True).start()
     outcome = run(tmp_path, [listener("ps"), program("client", SILENT)], stop=stop)
     assert (False, "interrupted: every role was stopped") == (outcome.ok, outcome.message)
     assert {"ps": -signal.SIGTERM, "client": -signal.SIGTERM} == outcome.exit_codes
