@@ -122,13 +122,15 @@ def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, 
     _passed(_run(views.reproduce, c, request), "reproduce")
 
 
-@task(positional=["run"], help={"run": "run id, folder, or 'latest' (the default)"})
+# RUN is a flag, not a positional argument: invoke requires every positional argument, and
+# a run must be optional (the latest one by default).
+@task(help={"run": "run id, folder, or 'latest' (the default)"})
 def compare_logs(c, run="latest"):
     """Check a finished run's logs against expected_logs/: every failure with file, line, rule."""
     _passed(_run(views.compare_logs, c, run), "compare-logs")
 
 
-@task(positional=["run"], help={"run": "run id, folder, or 'latest' (the default)"})
+@task(help={"run": "run id, folder, or 'latest' (the default)"})
 def report(c, run="latest"):
     """Re-render a run's report.md and plot from its results.json."""
     _run(views.report, c, run)

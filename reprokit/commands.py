@@ -28,10 +28,15 @@ def shown(argv: Sequence[str]) -> str:
 
 
 def attempt(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
-            echo: Echo = silent, timeout: float | None = None) -> tuple[int, str]:
-    """Run ``argv`` to completion; its exit code and combined output (code 127: not installed)."""
+            echo: Echo = silent, timeout: float | None = None, live: bool = False) -> tuple[int, str]:
+    """Run ``argv`` to completion; its exit code and combined output (code 127: not installed).
+
+    ``live``: each line of output is also echoed as it comes, indented, so that a command that
+    works for minutes (pip, debootstrap) shows that it works."""
     argv = [str(a) for a in argv]
     echo(shown(argv))
+    if live:
+        return _attempt_live(argv, cwd, env, echo)
     try:
         proc = subprocess.run(argv, cwd=cwd, env=None if env is None else dict(env), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, errors="replace", timeout=timeout)
@@ -43,10 +48,25 @@ def attempt(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, s
     return proc.returncode, proc.stdout
 
 
+def _attempt_live(argv: list[str], cwd: Path | None, env: Mapping[str, str] | None, echo: Echo) -> tuple[int, str]:
+    lines: list[str] = []
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, env=None if env is None else dict(env), stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace")
+    except FileNotFoundError as error:
+        return 127, str(error)
+    with proc:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            lines.append(line)
+            echo("  " + line.rstrip())
+    return proc.returncode, "".join(lines)
+
+
 def run(argv: Sequence[str], *, cwd: Path | None = None, env: Mapping[str, str] | None = None,
-        echo: Echo = silent, hint: str = "", tail_lines: int = 20, timeout: float | None = None) -> str:
+        echo: Echo = silent, hint: str = "", tail_lines: int = 20, timeout: float | None = None,
+        live: bool = False) -> str:
     """Run ``argv`` to completion and return its combined output; raise CommandError on failure."""
-    code, output = attempt(argv, cwd=cwd, env=env, echo=echo, timeout=timeout)
+    code, output = attempt(argv, cwd=cwd, env=env, echo=echo, timeout=timeout, live=live)
     if code != 0:
         tail = "\n".join(output.splitlines()[-tail_lines:])
         raise CommandError([str(a) for a in argv], code, tail, hint)

@@ -7,13 +7,13 @@ run, and an error in them never hides the error that came before. `invoke reprod
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from reprokit.commands import Echo
+from reprokit.data.download import DownloadProgress
 from reprokit.data.prepare import DataResult, prepare_data
 from reprokit.errors import ClusterError, KitError
 from reprokit.judge.verdict import Judgement, judge_run
@@ -39,8 +39,6 @@ from reprokit.runs import RunInfo, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources import workspace
 from reprokit.stages import StageRecord, Stages
-
-Download = Callable[[int, int], None]
 
 
 @dataclass(frozen=True)
@@ -103,7 +101,7 @@ def mode_roles(mode: str, options: Options, layout: CpuLayout, backend: Backend,
 
 
 def run(settings: Settings, request: Request, echo: Echo, progress: Progress | None = None,
-        download: Download | None = None) -> Reproduction:
+        download: DownloadProgress | None = None) -> Reproduction:
     """Check the request, choose its backend, and reproduce."""
     options = request.options(settings)
     name, isolation = request.backend_name(settings), request.isolation_mode(settings)
@@ -113,7 +111,7 @@ def run(settings: Settings, request: Request, echo: Echo, progress: Progress | N
 
 
 def run_client(settings: Settings, request: Request, cluster: Cluster, echo: Echo,
-               progress: Progress | None = None, download: Download | None = None) -> Reproduction:
+               progress: Progress | None = None, download: DownloadProgress | None = None) -> Reproduction:
     """The cluster mode against servers started elsewhere: only the client runs here."""
     options = request.options(settings, workers=len(cluster.workers))
     backend = ExternalCluster(cluster, settings.probe_timeout_s, settings.watchdog)
@@ -121,7 +119,7 @@ def run_client(settings: Settings, request: Request, cluster: Cluster, echo: Ech
 
 
 def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo,
-              progress: Progress | None = None, download: Download | None = None) -> Reproduction:
+              progress: Progress | None = None, download: DownloadProgress | None = None) -> Reproduction:
     """Run every stage; the run folder holds the logs, results.json, report.md and the plot."""
     # The layout first: a bad --cpus must fail before a run folder exists.
     layout = make_layout(options.layout, options.workers, explicit=options.cpus)

@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 
 from reprokit.errors import KitError, RunFolderExistsError
-from reprokit.files import write_json
+from reprokit.files import FOLDER_MODE, write_json
 from reprokit.names import RUN_FILE
 
 
@@ -24,15 +24,17 @@ def new_run_dir(runs_root: Path, run_id: str | None = None, now: datetime | None
                 f"run folder {path} already exists (from an earlier run)",
                 "choose another --run-id, or leave it out for a fresh one; old runs are never overwritten",
             ) from None
+        path.chmod(FOLDER_MODE)  # whatever the umask: containers read it as the same user
         return path
     stamp = (now or datetime.now()).strftime("%Y%m%d-%H%M%S")
     for n in range(1000):
         path = runs_root / (stamp if n == 0 else f"{stamp}-{n}")
         try:
             path.mkdir()
-            return path
         except FileExistsError:
             continue
+        path.chmod(FOLDER_MODE)
+        return path
     raise KitError(f"could not find a free run folder name under {runs_root}")
 
 

@@ -64,6 +64,17 @@ def kit(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def cli_kit(tmp_path: Path) -> Path:
+    """A runnable copy of the kit: its inputs, the package, tasks.py and invoke.yaml (the CLI tests
+    run `python -m invoke` in it; `kit` above holds the inputs only)."""
+    for name in ("upstream", "patches", "expected_logs", "reprokit"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("tasks.py", "invoke.yaml"):
+        shutil.copy(ROOT / name, tmp_path / name)
+    return tmp_path
+
+
+@pytest.fixture
 def settings_for() -> Callable[[Path], Settings]:
     """Settings as invoke.yaml gives them, with every path under `root`."""
 

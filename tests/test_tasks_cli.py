@@ -6,11 +6,8 @@ code, what it printed, and that a failure leaves no generated folder behind.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,31 +15,12 @@ import pytest
 from reprokit.sources import teaching, workspace
 from reprokit.sources.upstream import read_lines
 from tests.support import REPO
+from tests.support.cli import invoke
 
 ROOT = REPO
 TRAINER = "cifar10_multi_gpu_train.py"
 ALL_FILES = "cifar10.py, cifar10_cluster_train.py, cifar10_input.py, cifar10_multi_gpu_train.py, " \
             "cifar10_standalone_train.py"
-
-
-@pytest.fixture
-def kit(tmp_path: Path) -> Path:
-    """A runnable copy of the kit: its inputs, the package, tasks.py and invoke.yaml.
-
-    (Wider than conftest's `kit`, which holds the inputs only: invoke needs tasks.py beside them.)
-    """
-    for name in ("upstream", "patches", "expected_logs", "reprokit"):
-        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
-    for name in ("tasks.py", "invoke.yaml"):
-        shutil.copy(ROOT / name, tmp_path / name)
-    return tmp_path
-
-
-def invoke(kit: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
-    env.pop("PYTHONPATH", None)  # the copy's own reprokit/, found beside its tasks.py
-    return subprocess.run([sys.executable, "-m", "invoke", *args], cwd=kit, env=env,
-                          capture_output=True, text=True, timeout=120)
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -54,39 +32,39 @@ def snapshot(folder: Path) -> dict[str, bytes]:
 # invoke verify
 
 
-def _edit_line_50(kit, record_sums) -> None:
+def _edit_line_50(cli_kit, record_sums) -> None:
     """Change a context line both patches rely on (line 50), then re-record the sums as a reviewer would."""
-    path = kit / "upstream" / TRAINER
+    path = cli_kit / "upstream" / TRAINER
     lines = read_lines(path)
     lines[49] = "                           # edited"
     path.write_text("\n".join(lines) + "\n")
-    record_sums(kit / "upstream")
+    record_sums(cli_kit / "upstream")
 
-def test_verify_passes_on_a_fresh_copy_of_the_kit(kit):
+def test_verify_passes_on_a_fresh_copy_of_the_kit(cli_kit):
     """`invoke verify` exits 0, prints ten ok lines and ends in PASS."""
-    result = invoke(kit, "verify")
+    result = invoke(cli_kit, "verify")
     assert (0, "") == (result.returncode, result.stderr)
     lines = result.stdout.splitlines()
     assert 10 == sum(l.startswith("ok  ") for l in lines)
     assert "verify: PASS (0 of 10 checks failed)" == lines[-1]
-    assert not (kit / "build").exists()
+    assert not (cli_kit / "build").exists()
 
 
-def test_verify_fails_with_a_fail_line_naming_a_drifted_upstream_file(kit):
+def test_verify_fails_with_a_fail_line_naming_a_drifted_upstream_file(cli_kit):
     """A changed upstream/cifar10.py: `invoke verify` exits 1 and a FAIL line names the file."""
-    path = kit / "upstream" / "cifar10.py"
+    path = cli_kit / "upstream" / "cifar10.py"
     path.write_text(path.read_text() + "# drift\n")
-    result = invoke(kit, "verify")
+    result = invoke(cli_kit, "verify")
     assert 1 == result.returncode
     (fail,) = [l for l in result.stdout.splitlines() if re.match(r"FAIL\s+upstream/", l)]
     assert re.match(r"FAIL\s+upstream/cifar10\.py\s+DRIFTED: sha256 ", fail)
     assert "verify: FAIL" in result.stderr
 
 
-def test_verify_fails_naming_hunk_and_line_when_a_context_line_changed(kit, record_sums):
+def test_verify_fails_naming_hunk_and_line_when_a_context_line_changed(cli_kit, record_sums):
     """An edited (and re-recorded) line 50: both strict FAIL lines name their hunk 1 and line 50."""
-    _edit_line_50(kit, record_sums)
-    result = invoke(kit, "verify")
+    _edit_line_50(cli_kit, record_sums)
+    result = invoke(cli_kit, "verify")
     assert 1 == result.returncode
     standalone, cluster = [l for l in result.stdout.splitlines() if re.match(r"FAIL\s+strict ", l)]
     assert "cifar10_standalone_train.patch: hunk 1 (@@ -48,7 @@) does not match " \
@@ -96,10 +74,10 @@ def test_verify_fails_naming_hunk_and_line_when_a_context_line_changed(kit, reco
     assert "found:    '                           # edited'" in result.stdout
 
 
-def test_verify_fails_with_a_fail_line_when_the_series_names_a_missing_patch(kit, patch_sample):
+def test_verify_fails_with_a_fail_line_when_the_series_names_a_missing_patch(cli_kit, patch_sample):
     """The series names a missing patch: exit 1, and a FAIL line names patches/series and the file."""
-    shutil.copy(patch_sample("missing_file.series"), kit / "patches" / "series")
-    result = invoke(kit, "verify")
+    shutil.copy(patch_sample("missing_file.series"), cli_kit / "patches" / "series")
+    result = invoke(cli_kit, "verify")
     assert 1 == result.returncode
     assert re.search(r"^FAIL\s+patches/series\s+.*names cifar10_missing_train\.patch, which does not exist",
                      result.stdout, re.M)
@@ -107,40 +85,40 @@ def test_verify_fails_with_a_fail_line_when_the_series_names_a_missing_patch(kit
 
 # invoke apply-patches
 
-def test_apply_patches_writes_the_folder_then_says_already_applied(kit):
+def test_apply_patches_writes_the_folder_then_says_already_applied(cli_kit):
     """Idempotent: the first run writes build/patched, the second says already applied and changes nothing."""
-    first = invoke(kit, "apply-patches")
-    assert (0, f"applied: wrote {kit}/build/patched/ with {ALL_FILES}\n") == (first.returncode, first.stdout)
-    expected = workspace.expected_files(kit / "upstream", kit / "patches")
-    assert expected["cifar10_cluster_train.py"] == (kit / "build" / "patched" / "cifar10_cluster_train.py").read_text()
-    built = snapshot(kit / "build")
-    second = invoke(kit, "apply-patches")
-    assert (0, f"already applied: {kit}/build/patched is current ({ALL_FILES})\n") == (
+    first = invoke(cli_kit, "apply-patches")
+    assert (0, f"applied: wrote {cli_kit}/build/patched/ with {ALL_FILES}\n") == (first.returncode, first.stdout)
+    expected = workspace.expected_files(cli_kit / "upstream", cli_kit / "patches")
+    assert expected["cifar10_cluster_train.py"] == (cli_kit / "build" / "patched" / "cifar10_cluster_train.py").read_text()
+    built = snapshot(cli_kit / "build")
+    second = invoke(cli_kit, "apply-patches")
+    assert (0, f"already applied: {cli_kit}/build/patched is current ({ALL_FILES})\n") == (
         second.returncode, second.stdout)
-    assert built == snapshot(kit / "build")
+    assert built == snapshot(cli_kit / "build")
 
 
-def test_apply_patches_dry_run_writes_nothing(kit):
+def test_apply_patches_dry_run_writes_nothing(cli_kit):
     """--dry-run says what it would write, exits 0 and makes no build folder."""
-    result = invoke(kit, "apply-patches", "--dry-run")
+    result = invoke(cli_kit, "apply-patches", "--dry-run")
     assert 0 == result.returncode
-    assert f"dry run: would write {kit}/build/patched/ with {ALL_FILES}; every hunk applies strictly\n" == (
+    assert f"dry run: would write {cli_kit}/build/patched/ with {ALL_FILES}; every hunk applies strictly\n" == (
         result.stdout)
-    assert not (kit / "build").exists()
+    assert not (cli_kit / "build").exists()
 
 
-def test_apply_patches_clean_removes_the_folder_and_its_dry_run_does_not(kit):
+def test_apply_patches_clean_removes_the_folder_and_its_dry_run_does_not(cli_kit):
     """--clean --dry-run keeps build/patched; --clean removes it; a second --clean has nothing to undo."""
-    invoke(kit, "apply-patches")
-    built = snapshot(kit / "build")
-    dry = invoke(kit, "apply-patches", "--clean", "--dry-run")
-    assert (0, f"dry run: would remove {kit}/build/patched\n") == (dry.returncode, dry.stdout)
-    assert built == snapshot(kit / "build")
-    clean = invoke(kit, "apply-patches", "--clean")
-    assert (0, f"removed {kit}/build/patched\n") == (clean.returncode, clean.stdout)
-    assert not (kit / "build" / "patched").exists()
-    again = invoke(kit, "apply-patches", "--clean")
-    assert (0, f"{kit}/build/patched does not exist: nothing to undo\n") == (again.returncode, again.stdout)
+    invoke(cli_kit, "apply-patches")
+    built = snapshot(cli_kit / "build")
+    dry = invoke(cli_kit, "apply-patches", "--clean", "--dry-run")
+    assert (0, f"dry run: would remove {cli_kit}/build/patched\n") == (dry.returncode, dry.stdout)
+    assert built == snapshot(cli_kit / "build")
+    clean = invoke(cli_kit, "apply-patches", "--clean")
+    assert (0, f"removed {cli_kit}/build/patched\n") == (clean.returncode, clean.stdout)
+    assert not (cli_kit / "build" / "patched").exists()
+    again = invoke(cli_kit, "apply-patches", "--clean")
+    assert (0, f"{cli_kit}/build/patched does not exist: nothing to undo\n") == (again.returncode, again.stdout)
 
 
 MALFORMED = {
@@ -159,122 +137,123 @@ MALFORMED = {
     "two_files.patch": ["holds 2 file diffs, expected exactly 1", "-> fix the patch file"],
     "empty.patch": ["is empty", "-> write the patch (DEP-3 header, then the unified diff)"],
     "header_without_diff.patch": ["holds 0 file diffs, expected exactly 1", "-> fix the patch file"],
+    "not_utf8.patch": ["line 1 is not UTF-8 (byte b'\\xe9' at offset", "-> save the patch as UTF-8"],
 }
 
 
 @pytest.mark.parametrize("sample", sorted(MALFORMED))
-def test_apply_patches_refuses_each_malformed_patch_and_writes_nothing(sample, kit, patch_sample):
+def test_apply_patches_refuses_each_malformed_patch_and_writes_nothing(sample, cli_kit, patch_sample):
     """A malformed cluster patch: exit 1, a message naming the patch and its fault, and no build folder."""
-    shutil.copy(patch_sample(sample), kit / "patches" / "cifar10_cluster_train.patch")
-    result = invoke(kit, "apply-patches")
+    shutil.copy(patch_sample(sample), cli_kit / "patches" / "cifar10_cluster_train.patch")
+    result = invoke(cli_kit, "apply-patches")
     assert 1 == result.returncode
-    assert result.stderr.startswith(f"error: {kit}/patches/cifar10_cluster_train.patch: "), result.stderr
+    assert result.stderr.startswith(f"error: {cli_kit}/patches/cifar10_cluster_train.patch: "), result.stderr
     assert [] == [m for m in MALFORMED[sample] if m not in result.stderr], result.stderr
     assert "Traceback" not in result.stderr
-    assert not (kit / "build").exists()
+    assert not (cli_kit / "build").exists()
 
 
-def test_apply_patches_refuses_a_series_naming_a_missing_file(kit, patch_sample):
+def test_apply_patches_refuses_a_series_naming_a_missing_file(cli_kit, patch_sample):
     """The series names a missing patch: exit 1, the message names it, and no build folder."""
-    shutil.copy(patch_sample("missing_file.series"), kit / "patches" / "series")
-    result = invoke(kit, "apply-patches")
+    shutil.copy(patch_sample("missing_file.series"), cli_kit / "patches" / "series")
+    result = invoke(cli_kit, "apply-patches")
     assert 1 == result.returncode
-    assert f"error: {kit}/patches/series names cifar10_missing_train.patch, which does not exist" in result.stderr
-    assert not (kit / "build").exists()
+    assert f"error: {cli_kit}/patches/series names cifar10_missing_train.patch, which does not exist" in result.stderr
+    assert not (cli_kit / "build").exists()
 
 
-def test_apply_patches_refuses_a_drifted_upstream_naming_the_file(kit):
+def test_apply_patches_refuses_a_drifted_upstream_naming_the_file(cli_kit):
     """A changed upstream trainer: exit 1, UpstreamDriftError's message names it, and no build folder."""
-    path = kit / "upstream" / TRAINER
+    path = cli_kit / "upstream" / TRAINER
     path.write_text(path.read_text() + "# drift\n")
-    result = invoke(kit, "apply-patches")
+    result = invoke(cli_kit, "apply-patches")
     assert 1 == result.returncode
     assert result.stderr.startswith(f"error: upstream/{TRAINER} has sha256 ")
     assert "git checkout upstream/" in result.stderr
-    assert not (kit / "build").exists()
+    assert not (cli_kit / "build").exists()
 
 
-def test_apply_patches_refuses_a_context_line_that_no_longer_matches(kit, record_sums):
+def test_apply_patches_refuses_a_context_line_that_no_longer_matches(cli_kit, record_sums):
     """An edited, re-recorded context line: exit 1 naming hunk, line, expected and found; no build folder."""
-    _edit_line_50(kit, record_sums)
-    result = invoke(kit, "apply-patches")
+    _edit_line_50(cli_kit, record_sums)
+    result = invoke(cli_kit, "apply-patches")
     assert 1 == result.returncode
     assert "cifar10_standalone_train.patch: hunk 1 (@@ -48,7 @@) does not match " \
            "cifar10_multi_gpu_train.py at line 50" in result.stderr
     assert "expected: '                           \"\"\"Directory for event logs and checkpoints.\"\"\")'" in (
         result.stderr)
     assert "found:    '                           # edited'" in result.stderr
-    assert not (kit / "build").exists()
+    assert not (cli_kit / "build").exists()
 
 
-def test_apply_patches_says_already_applied_when_upstream_holds_the_patched_trainer(kit, record_sums):
+def test_apply_patches_says_already_applied_when_upstream_holds_the_patched_trainer(cli_kit, record_sums):
     """Upstream's trainer replaced by the standalone one (sums re-recorded): exit 1, already applied."""
-    files = workspace.expected_files(kit / "upstream", kit / "patches")
-    (kit / "upstream" / TRAINER).write_text(files["cifar10_standalone_train.py"])
-    record_sums(kit / "upstream")
-    result = invoke(kit, "apply-patches")
+    files = workspace.expected_files(cli_kit / "upstream", cli_kit / "patches")
+    (cli_kit / "upstream" / TRAINER).write_text(files["cifar10_standalone_train.py"])
+    record_sums(cli_kit / "upstream")
+    result = invoke(cli_kit, "apply-patches")
     assert 1 == result.returncode
     assert f"error: cifar10_standalone_train.patch is already applied to {TRAINER}" in result.stderr
-    assert not (kit / "build").exists()
+    assert not (cli_kit / "build").exists()
 
 
-def test_apply_patches_keeps_the_old_folder_when_a_later_patch_fails(kit, patch_sample):
+def test_apply_patches_keeps_the_old_folder_when_a_later_patch_fails(cli_kit, patch_sample):
     """Atomic: a third patch that does not apply leaves the previous build/patched byte for byte."""
-    assert 0 == invoke(kit, "apply-patches").returncode
-    built = snapshot(kit / "build")
-    shutil.copy(patch_sample("stale_context.patch"), kit / "patches")
-    with (kit / "patches" / "series").open("a") as f:
+    assert 0 == invoke(cli_kit, "apply-patches").returncode
+    built = snapshot(cli_kit / "build")
+    shutil.copy(patch_sample("stale_context.patch"), cli_kit / "patches")
+    with (cli_kit / "patches" / "series").open("a") as f:
         f.write("stale_context.patch\n")
-    result = invoke(kit, "apply-patches")
+    result = invoke(cli_kit, "apply-patches")
     assert 1 == result.returncode
     assert "stale_context.patch: hunk 1 (@@ -48,7 @@) does not match cifar10_multi_gpu_train.py at line 50" in (
         result.stderr)
-    assert built == snapshot(kit / "build")
+    assert built == snapshot(cli_kit / "build")
 
 
-def test_apply_patches_refuses_a_folder_it_did_not_make_unless_forced(kit):
+def test_apply_patches_refuses_a_folder_it_did_not_make_unless_forced(cli_kit):
     """A hand-made build/patched: exit 1 with the way out; --force then replaces it."""
-    (kit / "build" / "patched").mkdir(parents=True)
-    (kit / "build" / "patched" / "notes.txt").write_text("mine\n")
-    refused = invoke(kit, "apply-patches")
+    (cli_kit / "build" / "patched").mkdir(parents=True)
+    (cli_kit / "build" / "patched" / "notes.txt").write_text("mine\n")
+    refused = invoke(cli_kit, "apply-patches")
     assert 1 == refused.returncode
-    assert f"error: {kit}/build/patched exists but was not made by the kit\n" \
+    assert f"error: {cli_kit}/build/patched exists but was not made by the kit\n" \
            "  -> move it away, or pass --force to replace it\n" == refused.stderr
-    assert {"patched/notes.txt": b"mine\n"} == snapshot(kit / "build")
-    forced = invoke(kit, "apply-patches", "--force")
+    assert {"patched/notes.txt": b"mine\n"} == snapshot(cli_kit / "build")
+    forced = invoke(cli_kit, "apply-patches", "--force")
     assert 0 == forced.returncode
-    assert not (kit / "build" / "patched" / "notes.txt").exists()
-    assert (kit / "build" / "patched" / workspace.MARKER).is_file()
+    assert not (cli_kit / "build" / "patched" / "notes.txt").exists()
+    assert (cli_kit / "build" / "patched" / workspace.MARKER).is_file()
 
 
-def test_apply_patches_refuses_to_throw_away_a_hand_edit_unless_forced(kit):
+def test_apply_patches_refuses_to_throw_away_a_hand_edit_unless_forced(cli_kit):
     """An edited generated trainer: exit 1 naming it; --force restores the generated file."""
-    assert 0 == invoke(kit, "apply-patches").returncode
-    edited = kit / "build" / "patched" / "cifar10_cluster_train.py"
+    assert 0 == invoke(cli_kit, "apply-patches").returncode
+    edited = cli_kit / "build" / "patched" / "cifar10_cluster_train.py"
     original = edited.read_text()
     edited.write_text(original + "# my experiment\n")
-    refused = invoke(kit, "apply-patches")
+    refused = invoke(cli_kit, "apply-patches")
     assert 1 == refused.returncode
     assert "was edited by hand since the kit wrote it: cifar10_cluster_train.py" in refused.stderr
     assert edited.read_text().endswith("# my experiment\n")
-    assert 0 == invoke(kit, "apply-patches", "--force").returncode
+    assert 0 == invoke(cli_kit, "apply-patches", "--force").returncode
     assert original == edited.read_text()
 
 
-def test_apply_patches_refuses_when_a_file_blocks_the_build_folder(kit):
+def test_apply_patches_refuses_when_a_file_blocks_the_build_folder(cli_kit):
     """build is a plain file: exit 1 with a message naming it, not a traceback."""
-    (kit / "build").write_text("in the way\n")
-    result = invoke(kit, "apply-patches")
+    (cli_kit / "build").write_text("in the way\n")
+    result = invoke(cli_kit, "apply-patches")
     assert 1 == result.returncode
-    assert f"error: {kit}/build is a file, so {kit}/build/patched cannot be made" in result.stderr
+    assert f"error: {cli_kit}/build is a file, so {cli_kit}/build/patched cannot be made" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 # invoke explain-patches
 
-def test_explain_patches_normal_prints_each_diff_at_the_articles_positions(kit):
+def test_explain_patches_normal_prints_each_diff_at_the_articles_positions(cli_kit):
     """--normal prints, per patch, the diff command and blocks at exactly the article's positions."""
-    result = invoke(kit, "explain-patches", "--normal")
+    result = invoke(cli_kit, "explain-patches", "--normal")
     assert (0, "") == (result.returncode, result.stderr)
     sections = result.stdout.split("$ diff ")[1:]
     assert [f"upstream/{TRAINER} cifar10_standalone_train.py", f"upstream/{TRAINER} cifar10_cluster_train.py"] == [
@@ -284,28 +263,28 @@ def test_explain_patches_normal_prints_each_diff_at_the_articles_positions(kit):
                         "206c205"]] == positions
 
 
-def test_explain_patches_normal_prints_the_same_diff_as_teaching_normal_diff(kit):
+def test_explain_patches_normal_prints_the_same_diff_as_teaching_normal_diff(cli_kit):
     """The task's output is the header line, then teaching.normal_diff, then a blank line, per patch."""
-    files = workspace.expected_files(kit / "upstream", kit / "patches")
-    before = read_lines(kit / "upstream" / TRAINER)
+    files = workspace.expected_files(cli_kit / "upstream", cli_kit / "patches")
+    before = read_lines(cli_kit / "upstream" / TRAINER)
     expected = "".join(
         f"$ diff upstream/{TRAINER} {target}\n{teaching.normal_diff(before, files[target].splitlines())}\n"
         for target in ("cifar10_standalone_train.py", "cifar10_cluster_train.py"))
-    assert expected == invoke(kit, "explain-patches", "--normal").stdout
+    assert expected == invoke(cli_kit, "explain-patches", "--normal").stdout
 
 
-def test_explain_patches_gives_every_change_its_why(kit):
+def test_explain_patches_gives_every_change_its_why(cli_kit):
     """The default teaching view exits 0 and has a Change- field for every change."""
-    result = invoke(kit, "explain-patches")
+    result = invoke(cli_kit, "explain-patches")
     assert 0 == result.returncode
     assert "== cifar10_cluster_train.patch: The article's cluster trainer" in result.stdout
     assert "   46a47: add PS_NODE, the parameter server's address." in result.stdout
     assert "(no Change- field explains this change)" not in result.stdout
 
 
-def test_explain_patches_refuses_a_malformed_patch(kit, patch_sample):
+def test_explain_patches_refuses_a_malformed_patch(cli_kit, patch_sample):
     """explain-patches goes through the same strict parser: a broken header exits 1 with its line."""
-    shutil.copy(patch_sample("broken_hunk_header.patch"), kit / "patches" / "cifar10_standalone_train.patch")
-    result = invoke(kit, "explain-patches", "--normal")
+    shutil.copy(patch_sample("broken_hunk_header.patch"), cli_kit / "patches" / "cifar10_standalone_train.patch")
+    result = invoke(cli_kit, "explain-patches", "--normal")
     assert 1 == result.returncode
     assert "line 21: hunk 1 has a broken header" in result.stderr

@@ -20,6 +20,7 @@ from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
 from reprokit.errors import ClusterError
 from reprokit.experiment import mode_roles
+from reprokit.files import write_json
 from reprokit.judge.logs import parse_log, step_fields
 from reprokit.judge.speed import WARMUP_RULE, median_rate
 from reprokit.names import MAIN_ROLE
@@ -151,7 +152,7 @@ def run_bench(settings: Settings, backend: Backend, tuning: Tuning, *, repetitio
             "teardown_s": round(max(teardowns), 3),
         },
     }
-    (bench.dir / "bench.json").write_text(json.dumps(results, indent=1))
+    write_json(bench.dir / "bench.json", results)
     return results
 
 
@@ -169,5 +170,5 @@ def run_sweep(settings: Settings, backend: Backend, tuning: Tuning, *, worker_co
                        "oversubscribed": n > len(os.sched_getaffinity(0)), "folder": run.folder})
     results = {"folder": str(bench.dir), "steps": steps, "warmup_rule": WARMUP_RULE, "tuning": asdict(tuning),
                "cpus": len(os.sched_getaffinity(0)), "standalone_rate": standalone.rate, "points": points}
-    (bench.dir / "sweep.json").write_text(json.dumps(results, indent=1))
+    write_json(bench.dir / "sweep.json", results)
     return results

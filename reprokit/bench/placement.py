@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from reprokit import PACKAGE_PARENT
-from reprokit.errors import CommandError
+from reprokit import PACKAGE_PARENT, commands
 
 LESSON = __doc__.split("\n\n", 1)[1].strip()
 
@@ -36,11 +34,8 @@ def variable_devices(sources_dir: Path, trainer: str = "cifar10_cluster_train",
         argv = [sys.executable, "-m", "reprokit.bench.probe", "--sources", str(sources_dir), "--trainer", trainer,
                 "--out", str(out), "--placement-only"] + (["--variables-on-ps"] if variables_on_ps else [])
         argv += ["--", f"--train_dir={tmp}/train", f"--data_dir={tmp}/data"]
-        proc = subprocess.run(argv, capture_output=True, text=True,
-                              env={**os.environ, "PYTHONPATH": PACKAGE_PARENT})
-        if proc.returncode != 0 or not out.is_file():
-            raise CommandError(argv, proc.returncode, "\n".join(proc.stderr.splitlines()[-10:]),
-                               "is TensorFlow installed? (`pip install -e .`)")
+        commands.run(argv, env={**os.environ, "PYTHONPATH": PACKAGE_PARENT}, tail_lines=10,
+                     hint="is TensorFlow installed? (`pip install -e .`)")
         return dict(json.loads(out.read_text())["variables"])
 
 

@@ -29,7 +29,7 @@ from reprokit.data.cifar_format import (
 from reprokit.errors import DataError
 from reprokit.files import file_digest, staged_folder
 
-Progress = Callable[[int, int], None]
+DownloadProgress = Callable[[int, int], None]  # bytes done, bytes in all
 
 
 @dataclass(frozen=True)
@@ -68,7 +68,7 @@ _OPTIONAL_MEMBERS = (README_FILE,)
 def download_archive(
     dest: Path,
     url: str = CIFAR10.url,
-    progress: Progress | None = None,
+    progress: DownloadProgress | None = None,
     timeout: float = 30,
     *,
     expected_size: int = CIFAR10.size,
@@ -153,7 +153,7 @@ def _extract_members(tar: tarfile.TarFile, archive: Path, staging: Path) -> set[
 
 
 def _fetch(
-    url: str, part: Path, progress: Progress | None, timeout: float, expected_size: int
+    url: str, part: Path, progress: DownloadProgress | None, timeout: float, expected_size: int
 ) -> tuple[int, str]:
     request = urllib.request.Request(url, headers={"User-Agent": f"reprokit/{__version__}"})
     digest = hashlib.md5(usedforsecurity=False)

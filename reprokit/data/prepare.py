@@ -24,7 +24,7 @@ from reprokit.data.cifar_format import (
 from reprokit.data.download import (
     CIFAR10,
     ArchiveSpec,
-    Progress,
+    DownloadProgress,
     download_archive,
     extract_archive,
     verify_archive,
@@ -66,7 +66,7 @@ def prepare_data(
     data_dir: Path,
     *,
     records_per_file: int = 10000,
-    progress: Progress | None = None,
+    progress: DownloadProgress | None = None,
     archive: ArchiveSpec = CIFAR10,
     timeout: float = 30,
 ) -> DataResult:
@@ -87,7 +87,7 @@ def prepare_data(
 
 
 def _auto(
-    data_dir: Path, records: int, progress: Progress | None, archive: ArchiveSpec, timeout: float
+    data_dir: Path, records: int, progress: DownloadProgress | None, archive: ArchiveSpec, timeout: float
 ) -> DataResult:
     target = data_dir / BATCHES_FOLDER
     archive_path = data_dir / archive.name
@@ -120,7 +120,7 @@ def _auto(
 
 
 def _from_url(
-    data_dir: Path, progress: Progress | None, archive: ArchiveSpec, timeout: float
+    data_dir: Path, progress: DownloadProgress | None, archive: ArchiveSpec, timeout: float
 ) -> DataResult:
     archive_path = data_dir / archive.name
     source = "archive"

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from reprokit import PACKAGE_PARENT, commands
 from reprokit.errors import ClusterError, KitError
+from reprokit.files import write_text
 from reprokit.names import ROLE_SERVER
 from reprokit.run import netns
 from reprokit.run.backends import Exposure
@@ -66,7 +67,7 @@ def run_plan(plan: Plan, *, isolation: Isolation, progress: Progress | None = No
     """Run a plan under a supervisor process; Ctrl-C or SIGTERM stop every role."""
     run_dir = Path(plan.run_dir)
     plan_path = run_dir / f"{plan.main}.plan.json"
-    plan_path.write_text(plan.to_json())
+    write_text(plan_path, plan.to_json())
     argv = [sys.executable, "-m", "reprokit.run.supervisor", str(plan_path)]
     if isolation.isolated:
         argv = netns.unshare_prefix() + argv

@@ -13,7 +13,8 @@ import os
 import shutil
 import socket
 import struct
-import subprocess
+
+from reprokit import commands
 
 _SIOCGIFFLAGS = 0x8913
 _SIOCSIFFLAGS = 0x8914
@@ -32,9 +33,9 @@ def isolation_available() -> tuple[bool, str]:
     """Whether this machine lets us make one; the reason when it does not."""
     if shutil.which("unshare") is None:
         return False, "the `unshare` program (util-linux) is not installed"
-    proc = subprocess.run(unshare_prefix() + ["true"], capture_output=True, text=True)
-    if proc.returncode != 0:
-        return False, f"`unshare --net` failed: {proc.stderr.strip() or proc.returncode}"
+    code, output = commands.attempt(unshare_prefix() + ["true"])
+    if code != 0:
+        return False, f"`unshare --net` failed: {output.strip() or code}"
     return True, ""
 
 

@@ -74,10 +74,16 @@ def main(argv: list[str]) -> int:
         intra_op_parallelism_threads=args.intra_op_threads,
         inter_op_parallelism_threads=args.inter_op_threads,
     )
-    server = tf.distribute.Server(
-        tf.train.ClusterSpec(cluster), job_name=args.job, task_index=args.task, config=config, start=True
-    )
     address = cluster[args.job][args.task]
+    try:
+        server = tf.distribute.Server(
+            tf.train.ClusterSpec(cluster), job_name=args.job, task_index=args.task, config=config, start=True
+        )
+    except Exception as error:  # one line a person can act on, not TensorFlow's traceback
+        message = str(error).strip().splitlines()[-1] if str(error).strip() else type(error).__name__
+        print(f"{datetime.now()}: cannot serve /job:{args.job}/task:{args.task} at {address}: {message} "
+              f"(is port {address.rsplit(':', 1)[1]} already in use?)", file=sys.stderr, flush=True)
+        return 1
     print(f"{datetime.now()}: serving /job:{args.job}/task:{args.task} at {address} "
           f"(target {server.target})", flush=True)
     if args.run_trainer:

@@ -47,7 +47,12 @@ def read_series(patches_dir: Path) -> list[Path]:
     series = patches_dir / "series"
     if not series.is_file():
         raise PatchError(f"{series}: no series file", "create it: one patch file name per line")
-    names = [l.split("#", 1)[0].strip() for l in series.read_text().splitlines()]
+    try:
+        text = series.read_text(encoding="utf-8")
+    except UnicodeDecodeError as error:
+        raise PatchError(f"{series}: not UTF-8 ({error.reason} at byte {error.start})",
+                         "restore it with `git checkout patches/series`") from None
+    names = [l.split("#", 1)[0].strip() for l in text.splitlines()]
     paths = [patches_dir / n for n in names if n]
     for p in paths:
         if not p.is_file():
@@ -95,7 +100,15 @@ def parse_patch(path: Path) -> Patch:
     if not raw.strip():
         raise PatchError(f"{path}: is empty", "write the patch (DEP-3 header, then the unified diff) "
                          "or remove it from patches/series", patch=path.name)
-    text = raw.decode("utf-8")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line_no = raw[: error.start].count(b"\n") + 1
+        raise PatchError(
+            f"{path}: line {line_no} is not UTF-8 (byte {raw[error.start:error.start + 1]!r} at offset {error.start})",
+            "save the patch as UTF-8 (e.g. `iconv -f latin1 -t utf-8`), or restore it with `git checkout patches/`",
+            patch=path.name, line=line_no,
+        ) from None
     fields = _parse_header(text, path)
     _check_structure(text, path)
     try:

@@ -7,24 +7,19 @@ so leftovers of a crashed run can be found and removed by label alone.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import docker.errors
 
 import docker
+from reprokit.commands import Echo, silent
 from reprokit.errors import DockerError
-
-Echo = Callable[[str], None]
 
 RUN_LABEL = "reprokit.run"
 OWNER_LABEL = "reprokit.owner"  # the kit process that made it: see owners.py
 DEFAULT_ENDPOINT = "unix:///var/run/docker.sock"
 LOCAL_BACKEND_HINT = "or run without Docker: --backend local"
 
-
-def _silent(_: str) -> None:
-    pass
 
 
 def endpoint() -> str:
@@ -120,7 +115,7 @@ def find_leftovers(
 
 
 def remove_leftovers(
-    client: docker.DockerClient, leftovers: list[Leftover], echo: Echo = _silent
+    client: docker.DockerClient, leftovers: list[Leftover], echo: Echo = silent
 ) -> Sweep:
     """Remove containers first (forcefully, with their anonymous volumes), then networks."""
     sweep = Sweep()

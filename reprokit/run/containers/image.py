@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,10 +18,9 @@ import docker.errors
 from docker.models.images import Image
 
 import docker
+from reprokit.commands import Echo, silent
 from reprokit.errors import DockerError
 from reprokit.run.containers.engine import RUN_LABEL, connect
-
-Echo = Callable[[str], None]
 
 TF_VERSION = "2.21.0"
 TF_REQUIREMENT = f"tensorflow-cpu=={TF_VERSION}"
@@ -39,9 +38,6 @@ CHECK_SCRIPT = (
     "import tensorflow as tf; print('tensorflow', tf.__version__)"
 )
 
-
-def _silent(_: str) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -136,7 +132,7 @@ def read_inputs(
 class BuildLog:
     """Turns the engine's build stream into lines and keeps the current step's lines for errors."""
 
-    echo: Echo = _silent
+    echo: Echo = silent
     step: str = ""
     step_lines: list[str] = field(default_factory=list)
     error: str = ""
@@ -240,13 +236,13 @@ def check_image(tag: str, client: docker.DockerClient | None = None) -> ImageChe
 def expected_tag(base: str, client: docker.DockerClient | None = None, root: Path = ROOT) -> str:
     """The tag ``build_image(base)`` would produce now (the base must be here)."""
     client = client or connect()
-    return image_tag(read_inputs(base, _resolve_base(base, client, _silent), root))
+    return image_tag(read_inputs(base, _resolve_base(base, client, silent), root))
 
 
 def build_image(
     base: str = REGISTRY_BASE,
     force: bool = False,
-    echo: Echo = _silent,
+    echo: Echo = silent,
     *,
     root: Path = ROOT,
     tf_requirement: str = TF_REQUIREMENT,

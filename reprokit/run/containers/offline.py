@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,8 +19,9 @@ import docker.errors
 
 import docker
 from reprokit import commands
+from reprokit.commands import Echo, silent
 from reprokit.errors import DockerError
-from reprokit.files import file_digest
+from reprokit.files import file_digest, write_json
 from reprokit.run.containers.engine import connect
 from reprokit.run.containers.image import (
     MANIFEST,
@@ -34,17 +34,12 @@ from reprokit.run.containers.image import (
     require_image,
 )
 
-Echo = Callable[[str], None]
-
 DEBIAN_MIRROR = "http://deb.debian.org/debian"
 # python3-pip installs the wheels; net-tools is the article's ifconfig; iproute2 and procps let a
 # person look around a running role (ip addr, ps); ca-certificates for any later HTTPS.
 BASE_PACKAGES = ("python3", "python3-pip", "net-tools", "iproute2", "procps", "ca-certificates")
 BOOKWORM_GLIBC_MINOR = 36  # bookworm ships glibc 2.36: any manylinux_2_17..2_36 wheel runs there
 
-
-def _silent(_: str) -> None:
-    pass
 
 
 # -- wheels ----------------------------------------------------------------------------------
@@ -102,7 +97,7 @@ def read_wheel_manifest(dest: Path, requirement: str, python: str) -> dict[str, 
 def download_wheels(
     dest: Path = ROOT / "wheels",
     requirement: str = TF_REQUIREMENT,
-    echo: Echo = _silent,
+    echo: Echo = silent,
     *,
     python: str = "3.11",
     force: bool = False,
@@ -123,6 +118,7 @@ def download_wheels(
         commands.run(
             pip_download_argv(staging, requirement, python),
             echo=echo,
+            live=True,
             hint=f"pip needs PyPI to download {requirement}; check `pip config list` and the "
             f"network, and that the release has CPython {python} manylinux x86_64 wheels",
         )
@@ -135,7 +131,7 @@ def download_wheels(
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     manifest = {"requirement": requirement, "python": python, "platforms": wheel_platforms()}
-    (dest / MANIFEST).write_text(json.dumps({**manifest, "wheels": wheels}, indent=1) + "\n")
+    write_json(dest / MANIFEST, {**manifest, "wheels": wheels})
     size = sum((dest / name).stat().st_size for name in wheels)
     return WheelSet(dest, requirement, tuple(sorted(wheels)), size, downloaded=True)
 
@@ -203,7 +199,7 @@ def _remove_tree(path: Path, echo: Echo) -> None:
 
 def build_base_image(
     tag: str = OFFLINE_BASE,
-    echo: Echo = _silent,
+    echo: Echo = silent,
     *,
     force: bool = False,
     suite: str = "bookworm",
@@ -234,6 +230,7 @@ def build_base_image(
         commands.run(
             debootstrap_argv(rootfs, suite, mirror),
             echo=echo,
+            live=True,
             hint=f"debootstrap needs {mirror} over HTTP; see the log tail above",
         )
         # The .debs and package lists are ~100 MB the image never uses (apt-get update refetches).
