@@ -109,16 +109,17 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
             "layout": "CPU layout: spread (default) or article (every role on CPU 0)",
             "cpus": "explicit CPU sets per role, e.g. ps=0,worker0=0,worker1=1,client=0,standalone=0",
             "source": "data source: auto | url | synthetic | PATH",
-            "backend": "local (default) or docker",
+            "backend": "local (default), docker, or hosts (each role on a simulated host of its own)",
+            "link": "hosts backend: every host's link bandwidth: none (default), 10gbit, 1gbit, 100mbit",
             "isolation": "local backend: auto or netns (a private network namespace, or an error saying how to "
                          "get one), none (the host network: every interface, unauthenticated)",
             "run_id": "name of the run folder (must not exist yet)",
             "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)"})
 def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, source=None,
-              backend=None, isolation=None, run_id=None, tuning=None):
+              backend=None, isolation=None, run_id=None, tuning=None, link=None):
     """The whole experiment: patches, data, standalone, cluster, check, report; ends in PASS/FAIL."""
     request = Request(steps=steps, quick=quick, workers=workers, layout=layout, cpus=cpus or "", source=source,
-                      backend=backend, isolation=isolation, run_id=run_id, tuning=tuning)
+                      backend=backend, isolation=isolation, run_id=run_id, tuning=tuning, link=link or "none")
     _passed(_run(views.reproduce, c, request), "reproduce")
 
 
@@ -146,13 +147,15 @@ def bench(c, repetitions=None, steps=None, tuning=None, source=None, isolation=N
                                     isolation=isolation or s.isolation), c)
 
 
-@task(help={"workers": "comma-separated worker counts (default 1,2,4)", "steps": "steps per run (default 61)",
-            "tuning": "kit settings profile", "source": "data source", "isolation": "auto | netns | none"})
-def sweep(c, workers=None, steps=None, tuning=None, source=None, isolation=None):
-    """Scaling sweep: the cluster with N workers for each N, against the ideal line."""
-    _run(lambda out, s: views.sweep(out, s, workers=workers or "1,2,4", steps=steps or 61,
-                                    tuning=tuning or "default", source=source or s.data_source,
-                                    isolation=isolation or s.isolation), c)
+@task(help={"workers": "comma-separated worker counts (default 1,2,4; with --link one count, default 2)",
+            "steps": "steps per run (default 61)", "tuning": "kit settings profile", "source": "data source",
+            "isolation": "auto | netns | none", "program": "article, lesson, or all (default all)",
+            "link": "the network sweep: link bandwidths, e.g. none,10gbit,1gbit,100mbit (hosts backend)"})
+def sweep(c, workers=None, steps=None, tuning=None, source=None, isolation=None, program=None, link=None):
+    """Scaling sweep: the cluster with N workers for each N, or at each link bandwidth (--link)."""
+    _run(lambda out, s: views.sweep(out, s, workers=workers, steps=steps or 61, tuning=tuning or "default",
+                                    source=source or s.data_source, isolation=isolation or s.isolation,
+                                    link=link, programs=program or "all"), c)
 
 
 @task(aliases=["base-image"], help={"force": "debootstrap again even if the tag exists"})

@@ -57,6 +57,7 @@ class Request:
     run_id: str | None = None
     tuning: str | None = None
     program: str | None = None
+    link: str = "none"
     modes: tuple[str, ...] = MODES
 
     def options(self, s: Settings, workers: Any = None) -> Options:
@@ -105,8 +106,8 @@ def run(settings: Settings, request: Request, echo: Echo, progress: Progress | N
     """Check the request, choose its backend, and reproduce."""
     options = request.options(settings)
     name, isolation = request.backend_name(settings), request.isolation_mode(settings)
-    check_backend(name, isolation, options.tuning)
-    backend = make_backend(settings, name, isolation)
+    check_backend(name, isolation, options.tuning, request.link)
+    backend = make_backend(settings, name, isolation, request.link)
     return reproduce(settings, options, backend, echo, progress, download)
 
 

@@ -14,6 +14,7 @@ from reprokit.errors import KitError
 from reprokit.names import MODES
 from reprokit.run.backends import BACKENDS
 from reprokit.run.cluster import LAYOUTS, parse_cpu_overrides
+from reprokit.run.links import parse_link
 from reprokit.run.local import ISOLATION_MODES
 from reprokit.run.roles import PROGRAMS
 from reprokit.run.tuning import PROFILES, Tuning, profile
@@ -55,12 +56,22 @@ def one_of(value: str, option: str, choices: Iterable[str]) -> str:
     return value
 
 
-def worker_counts(text: str) -> list[int]:
-    """'1,2,4' -> [1, 2, 4]; each a whole number of at least 1."""
+def worker_counts(text: str, single: bool = False) -> list[int]:
+    """'1,2,4' -> [1, 2, 4]; each a whole number of at least 1 (one only, if ``single``)."""
     items = [item.strip() for item in str(text).split(",") if item.strip()]
     if not items:
         raise KitError(f"--workers {text!r} names no worker count", "give counts like --workers 1,2,4")
+    if single and len(items) > 1:
+        raise KitError(f"--workers {text!r}: a network sweep runs one worker count", "give one, e.g. --workers 2")
     return [whole_number(item, "workers") for item in items]
+
+
+def program_list(text: str) -> list[str]:
+    """'article,lesson' -> both, each a program of patches/series; 'all' for every one."""
+    if text.strip() == "all":
+        return list(PROGRAMS)
+    return [one_of(item.strip(), "program", PROGRAMS) for item in text.split(",") if item.strip()] or \
+        [one_of(text, "program", PROGRAMS)]
 
 
 def run_options(settings: Any, *, steps: Any, workers: Any, layout: str, cpus: str, source: str,
@@ -75,10 +86,13 @@ def run_options(settings: Any, *, steps: Any, workers: Any, layout: str, cpus: s
                    one_of(program, "program", PROGRAMS))
 
 
-def check_backend(backend: str, isolation: str, tuning: Tuning) -> None:
+def check_backend(backend: str, isolation: str, tuning: Tuning, link: str = "none") -> None:
     """A backend and its options that go together; refused before anything starts."""
     one_of(backend, "backend", BACKENDS)
     one_of(isolation, "isolation", ISOLATION_MODES)
+    if parse_link(link).bits_per_s is not None and backend != "hosts":
+        raise KitError(f"--link {link} shapes the links of simulated hosts, and the {backend} backend has none",
+                       "use --backend hosts with it")
     if backend != "local" and tuning.client_hosts_ps:
         raise KitError(f"--tuning {tuning.name} runs the ps inside the client's process, and the {backend} "
                        "backend gives every role a container of its own", "use --backend local with it")

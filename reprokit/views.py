@@ -167,17 +167,36 @@ def bench(out: Out, s: Settings, *, repetitions: Any, steps: Any, tuning: str, s
     return _show(out, results, bench_lines(results), "bench", plot_bench)
 
 
-def sweep(out: Out, s: Settings, *, workers: str, steps: Any, tuning: str, source: str, isolation: str) -> dict:
+def sweep(out: Out, s: Settings, *, workers: str | None, steps: Any, tuning: str, source: str, isolation: str,
+          link: str | None = None, programs: str = "article") -> dict:
+    """The worker sweep (1, 2, 4 workers), or with `link` the network sweep on simulated hosts."""
     from reprokit.bench.measure import run_sweep
-    from reprokit.bench.tables import plot_sweep, sweep_lines
+    from reprokit.bench.network import run_network_sweep
+    from reprokit.bench.tables import (
+        network_lines,
+        plot_network,
+        plot_sweep,
+        sweep_lines,
+    )
+    from reprokit.run.links import parse_links
     from reprokit.run.tuning import profile
 
-    counts = optionslib.worker_counts(workers)
+    chosen = optionslib.program_list(programs)
     count = optionslib.whole_number(steps, "steps", minimum=21)
-    backend = make_backend(s, "local", isolation)
-    out(f"servers listen on: {backend.exposure(backend.cluster(max(counts))).where}")
-    results = run_sweep(s, backend, profile(tuning), worker_counts=counts, steps=count, echo=out,
-                        data_source=source)
+    local = make_backend(s, "local", isolation)
+    if link:
+        links = parse_links(link)
+        (n,) = optionslib.worker_counts(workers or "2", single=True)
+        out(f"network sweep: {', '.join(l.name for l in links)}; {n} workers on simulated hosts, "
+            f"programs {', '.join(chosen)}")
+        results = run_network_sweep(s, local, lambda name: make_backend(s, "hosts", link=name), profile(tuning),
+                                    links=links, programs=chosen, steps=count, echo=out, data_source=source,
+                                    workers=n)
+        return _show(out, results, network_lines(results), "network", plot_network)
+    counts = optionslib.worker_counts(workers or "1,2,4")
+    out(f"servers listen on: {local.exposure(local.cluster(max(counts))).where}")
+    results = run_sweep(s, local, profile(tuning), worker_counts=counts, steps=count, echo=out,
+                        data_source=source, programs=tuple(chosen))
     return _show(out, results, sweep_lines(results), "sweep", plot_sweep)
 
 

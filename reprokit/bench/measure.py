@@ -45,6 +45,8 @@ class ModeRun:
     timings: dict[str, float] = field(default_factory=dict)
     first_step_after_ready_s: float | None = None
     probe: dict[str, Any] = field(default_factory=dict)
+    network: dict[str, Any] = field(default_factory=dict)  # the hosts backend's hosts and bytes
+    program: str = "article"
 
 
 class Bench:
@@ -68,17 +70,20 @@ class Bench:
                                program=program)
         self.counter = 0
 
-    def run(self, mode: str, workers: int = 2, label: str = "", **probe: Any) -> ModeRun:
+    def run(self, mode: str, workers: int = 2, label: str = "", *, program: str | None = None,
+            backend: Backend | None = None, **probe: Any) -> ModeRun:
+        """One run of ``mode`` (with ``program`` and ``backend`` if given, else the bench's own)."""
         self.counter += 1
         folder = self.dir / f"{self.counter:02d}-{mode}{workers if mode == 'cluster' else ''}{label}"
         folder.mkdir()
-        options = replace(self.options, workers=workers)
+        backend = backend or self.backend
+        options = replace(self.options, workers=workers, program=program or self.options.program)
         instruments = Instruments(str(folder / "probe.json"), **probe) if probe else None
-        roles = mode_roles(mode, options, make_layout("spread", workers), self.backend, self.sources,
+        roles = mode_roles(mode, options, make_layout("spread", workers), backend, self.sources,
                            self.data.data_dir, folder / "train", instruments)
         main = MAIN_ROLE[mode]
-        self.echo(f"  {folder.name}: {mode}" + (f", {workers} workers" if mode == "cluster" else ""))
-        outcome = self.backend.run(folder, roles, main, None)
+        self.echo(f"  {folder.name}: {options.program} {mode}" + (f", {workers} workers" if mode == "cluster" else ""))
+        outcome = backend.run(folder, roles, main, None)
         if not outcome.ok:
             raise ClusterError(f"bench run {folder.name} failed: {outcome.message}", f"see {folder}")
         records = parse_log(folder / f"{main}.log", main)
@@ -91,7 +96,7 @@ class Bench:
         self.echo(f"    {rate or 0:8.1f} examples/sec" + (f"  (first step {after_ready} s after ready)"
                                                           if after_ready is not None else ""))
         return ModeRun(mode, workers, rate, folder.name, outcome.cpu_seconds, outcome.timings, after_ready,
-                       probe_json)
+                       probe_json, outcome.network, options.program)
 
 
 def cpu_share(run: dict[str, Any]) -> dict[str, Any]:
@@ -157,18 +162,22 @@ def run_bench(settings: Settings, backend: Backend, tuning: Tuning, *, repetitio
 
 
 def run_sweep(settings: Settings, backend: Backend, tuning: Tuning, *, worker_counts: list[int], steps: int,
-              echo: Echo, data_source: str = "auto") -> dict[str, Any]:
-    """The cluster with N workers for each N, beside one standalone run of the same invocation."""
+              echo: Echo, data_source: str = "auto", programs: tuple[str, ...] = ("article",)) -> dict[str, Any]:
+    """For each program, the cluster with N workers for each N, beside one standalone run of the
+    same program in the same invocation."""
     import os
 
     bench = Bench(settings, backend, tuning, steps, echo, data_source)
-    standalone = bench.run("standalone")
-    points = []
-    for n in worker_counts:
-        run = bench.run("cluster", n)
-        points.append({"workers": n, "rate": run.rate, "speedup": _ratio(run.rate, standalone.rate),
-                       "oversubscribed": n > len(os.sched_getaffinity(0)), "folder": run.folder})
-    results = {"folder": str(bench.dir), "steps": steps, "warmup_rule": WARMUP_RULE, "tuning": asdict(tuning),
-               "cpus": len(os.sched_getaffinity(0)), "standalone_rate": standalone.rate, "points": points}
+    cpus = len(os.sched_getaffinity(0))
+    results: dict[str, Any] = {"folder": str(bench.dir), "steps": steps, "warmup_rule": WARMUP_RULE,
+                               "tuning": asdict(tuning), "cpus": cpus, "programs": {}}
+    for program in programs:
+        standalone = bench.run("standalone", program=program)
+        points = []
+        for n in worker_counts:
+            run = bench.run("cluster", n, program=program)
+            points.append({"workers": n, "rate": run.rate, "speedup": _ratio(run.rate, standalone.rate),
+                           "oversubscribed": n > cpus, "folder": run.folder})
+        results["programs"][program] = {"standalone_rate": standalone.rate, "points": points}
     write_json(bench.dir / "sweep.json", results)
     return results

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from reprokit.bench.network import bandwidth_name, busiest
 from reprokit.files import write_figure
 from reprokit.judge.speed import ARTICLE_SPEEDUP, ARTICLE_WORKERS
 
@@ -80,11 +81,14 @@ def plot_bench(r: dict[str, Any], path: Path) -> Path:
 
 
 def sweep_lines(r: dict[str, Any]) -> list[str]:
-    lines = [f"standalone (1 CPU): {_f(r['standalone_rate'])} ex/s; {r['cpus']} CPUs usable", "",
-             "| workers | ex/s | speed-up | ideal | note |", "| ---: | ---: | ---: | ---: | --- |"]
-    for p in r["points"]:
-        note = f"oversubscribed: {p['workers']} workers on {r['cpus']} CPUs" if p["oversubscribed"] else ""
-        lines.append(f"| {p['workers']} | {_f(p['rate'])} | {_f(p['speedup'], '{:.2f}x')} | {p['workers']}.00x | {note} |")
+    lines = [f"{r['cpus']} CPUs usable; rule: {r['warmup_rule']}"]
+    for program, data in r["programs"].items():
+        lines += ["", f"{program}: standalone (1 CPU) {_f(data['standalone_rate'])} ex/s", "",
+                  "| workers | ex/s | speed-up | ideal | note |", "| ---: | ---: | ---: | ---: | --- |"]
+        for p in data["points"]:
+            note = f"oversubscribed: {p['workers']} workers on {r['cpus']} CPUs" if p["oversubscribed"] else ""
+            lines.append(f"| {p['workers']} | {_f(p['rate'])} | {_f(p['speedup'], '{:.2f}x')} | "
+                         f"{p['workers']}.00x | {note} |")
     return lines
 
 
@@ -95,19 +99,78 @@ def plot_sweep(r: dict[str, Any], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.5, 4.5), dpi=110)
-    ns = [p["workers"] for p in r["points"]]
+    ns = sorted({p["workers"] for data in r["programs"].values() for p in data["points"]})
     top = max(ns + [2])
     ax.plot([1, top], [1, top], "k--", linewidth=1, label="ideal (N x standalone)")
     ax.axhline(r["cpus"], color="grey", linestyle=":", linewidth=1,
                label=f"limit of this machine's {r['cpus']} CPUs")
-    ax.plot(ns, [p["speedup"] or 0 for p in r["points"]], "o-", color="tab:orange", label="this machine")
+    for (program, data), colour in zip(r["programs"].items(), ("tab:orange", "tab:green", "tab:purple")):
+        ax.plot([p["workers"] for p in data["points"]], [p["speedup"] or 0 for p in data["points"]], "o-",
+                color=colour, label=f"{program} program, this machine")
     ax.plot([1, 2], [1.0, ARTICLE_SPEEDUP], "s", color="tab:blue", label="article (98 -> 170 ex/s)")
-    if any(p["oversubscribed"] for p in r["points"]):
+    if top > r["cpus"]:
         ax.axvspan(r["cpus"] + 0.5, top + 0.5, color="red", alpha=0.08,
                    label=f"more workers than the {r['cpus']} CPUs: oversubscribed")
     ax.set(title="cluster speed-up over standalone (1 CPU)", xlabel="workers", ylabel="speed-up")
     ax.set_xticks(sorted(set(ns + [1, 2])))
     ax.legend(fontsize=8)
+    fig.tight_layout()
+    write_figure(fig, path)
+    plt.close(fig)
+    return path
+
+
+def network_lines(r: dict[str, Any]) -> list[str]:
+    lines = [f"{r['workers']} workers on simulated hosts; rule: {r['warmup_rule']}"]
+    for program, data in r["programs"].items():
+        pred = data["prediction"]
+        lines += ["", f"{program}: standalone (1 CPU) {_f(data['standalone_rate'])} ex/s", "",
+                  "| link | ex/s | speed-up | predicted ex/s | busiest host: MB per step |",
+                  "| --- | ---: | ---: | ---: | --- |"]
+        for p in data["points"]:
+            load = busiest(p["network"])
+            predicted = (pred.get("points") or {}).get(p["link"])
+            lines.append(f"| {p['link']} | {_f(p['rate'])} | {_f(p['speedup'], '{:.2f}x')} | {_f(predicted)} | "
+                         + (f"{load[0]}: {load[1] / 1e6:.2f}" if load else "n/a") + " |")
+        if "why_not" in pred:
+            lines.append(f"prediction: {pred['why_not']}")
+        elif pred["never_beats_one_cpu"]:
+            lines.append("the cluster does not beat one CPU even on unshaped links")
+        else:
+            lines.append(f"prediction: compute {1000 * pred['compute_step_s']:.0f} ms a step + "
+                         f"{pred['bytes_per_step'] / 1e6:.2f} MB over the {pred['busiest_host']}'s link; "
+                         f"the cluster beats one CPU above {bandwidth_name(pred['beats_one_cpu_above_bits_per_s'])}")
+    return lines
+
+
+def plot_network(r: dict[str, Any], path: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
+    workers = r["workers"]
+    ax.axhline(workers, color="black", linestyle="--", linewidth=1, label=f"ideal ({workers}x)")
+    ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, label="one CPU (1x)")
+    ax.axhline(ARTICLE_SPEEDUP, color="tab:blue", linestyle="-.", linewidth=1, label="article (1.74x, one host)")
+    top = 1e11
+    for (program, data), colour in zip(r["programs"].items(), ("tab:orange", "tab:green", "tab:purple")):
+        alone = data["standalone_rate"] or 0
+        shaped = [p for p in data["points"] if p["bits_per_s"]]
+        ax.plot([p["bits_per_s"] for p in shaped], [(p["speedup"] or 0) for p in shaped], "o", color=colour,
+                label=f"{program}: measured")
+        unshaped = [p for p in data["points"] if not p["bits_per_s"]]
+        for p in unshaped:
+            ax.plot([top], [p["speedup"] or 0], "D", color=colour, label=f"{program}: unshaped (right edge)")
+        curve = data["prediction"].get("curve") or []
+        if curve and alone:
+            ax.plot([c[0] for c in curve], [c[1] / alone for c in curve], "-", color=colour, alpha=0.6,
+                    label=f"{program}: predicted (compute + bytes / bandwidth)")
+    ax.set_xscale("log")
+    ax.set(title="cluster speed-up over one CPU, by link bandwidth", xlabel="every host's link (bit/s)",
+           ylabel="speed-up")
+    ax.legend(fontsize=7)
     fig.tight_layout()
     write_figure(fig, path)
     plt.close(fig)

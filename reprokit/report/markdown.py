@@ -44,6 +44,26 @@ def dead_threads_lines(results: RunResults) -> list[str]:
     return lines
 
 
+MODEL_BYTES = 1_068_298 * 4  # the model's float32 parameters: what a worker pulls, and pushes as gradients
+
+
+def network_lines(results: RunResults) -> list[str]:
+    """The hosts backend's hosts: address, link and bytes per step, beside the model's size."""
+    network = ((results.modes.get("cluster") or {}).get("outcome") or {}).get("network") or {}
+    if not network.get("hosts"):
+        return []
+    mb = lambda value: "n/a" if value is None else f"{value / 1e6:.2f} MB"  # noqa: E731
+    lines = [f"Every host's link: {network['link']} (tbf, both directions; no added delay). "
+             f"Bytes per step from {network.get('per_step_from') or 'n/a'}; the model's parameters are "
+             f"{MODEL_BYTES / 1e6:.2f} MB, what a worker pulls and pushes as gradients when they live on the ps.",
+             "", "| host | address | sent per step | received per step | sent in all | received in all |",
+             "| --- | --- | ---: | ---: | ---: | ---: |"]
+    for role, row in network["hosts"].items():
+        lines.append(f"| {role} | {row['address']} | {mb(row.get('sent_per_step'))} | "
+                     f"{mb(row.get('received_per_step'))} | {mb(row['sent'])} | {mb(row['received'])} |")
+    return lines
+
+
 def markdown(info: RunInfo, results: RunResults, plot_name: str | None) -> str:
     m, data, backend = results.machine, results.data or {}, results.backend
     out = [f"# Reproduction report: {results.verdict}", ""]
@@ -71,6 +91,9 @@ def markdown(info: RunInfo, results: RunResults, plot_name: str | None) -> str:
     threads = dead_threads_lines(results)
     if threads:
         out += ["", "## Input threads", ""] + threads
+    hosts = network_lines(results)
+    if hosts:
+        out += ["", "## Hosts and links", ""] + hosts
     out += ["", "## How it ran", "", "| what | value |", "| --- | --- |"]
     cluster = (results.modes.get("cluster") or {}).get("outcome") or {}
     facts = [

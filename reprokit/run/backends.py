@@ -16,7 +16,7 @@ from reprokit.run.cluster import Cluster
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress
 
-BACKENDS = ("local", "docker")
+BACKENDS = ("local", "docker", "hosts")
 
 
 @dataclass(frozen=True)
@@ -40,8 +40,9 @@ class Backend(Protocol):
     def teardown(self) -> list[str]: ...
 
 
-def make_backend(settings: Any, name: str, isolation: str = "auto") -> Backend:
-    """The backend called ``name``, with the settings' probe timeout and watchdog."""
+def make_backend(settings: Any, name: str, isolation: str = "auto", link: str = "none") -> Backend:
+    """The backend called ``name``, with the settings' probe timeout and watchdog; `isolation`
+    is the local backend's, `link` the hosts backend's."""
     watchdog = settings.watchdog
     if name == "local":
         from reprokit.run.local import LocalBackend
@@ -51,4 +52,8 @@ def make_backend(settings: Any, name: str, isolation: str = "auto") -> Backend:
         from reprokit.run.containers.backend import DockerBackend
 
         return DockerBackend(settings, watchdog=watchdog)
+    if name == "hosts":
+        from reprokit.run.hosts import HostsBackend
+
+        return HostsBackend(link, probe_timeout_s=settings.probe_timeout_s, watchdog=watchdog)
     raise KitError(f"unknown backend {name!r}", f"choose one of {', '.join(BACKENDS)}")

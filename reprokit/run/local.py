@@ -31,10 +31,10 @@ from reprokit.run.supervisor import PARENT_ENV, Plan
 
 ISOLATION_MODES = ("auto", "netns", "none")
 STOP_GRACE_S = 20.0
-ISOLATION_FIXES = ("run as root, or allow unprivileged user namespaces (on Ubuntu 23.10 and later: "
-                   "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`), or pass "
-                   "--isolation none to run the servers on this machine's network, reachable by "
-                   "anyone who can reach it")
+NAMESPACE_FIXES = ("run as root, or allow unprivileged user namespaces (on Ubuntu 23.10 and later: "
+                   "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`)")
+ISOLATION_FIXES = (NAMESPACE_FIXES + ", or pass --isolation none to run the servers on this machine's network, "
+                   "reachable by anyone who can reach it")
 
 
 @dataclass(frozen=True)

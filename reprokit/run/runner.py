@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from reprokit.errors import ClusterError, KitError
 from reprokit.names import log_path
@@ -40,6 +40,7 @@ class Outcome:
     cpu_seconds: dict[str, float] = field(default_factory=dict)  # per role, last sample before it ended
     interfaces: list[str] = field(default_factory=list)  # the network the roles saw: ['lo'] when isolated
     left: list[str] = field(default_factory=list)  # what teardown could not remove, with the reason
+    network: dict[str, Any] = field(default_factory=dict)  # the hosts backend: addresses, link, bytes
 
 
 @dataclass(frozen=True)

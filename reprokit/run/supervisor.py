@@ -17,14 +17,18 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from reprokit.errors import KitError
 from reprokit.files import write_json
 from reprokit.run import netns
+from reprokit.run.links import parse_link
 from reprokit.run.process import ProcessHandle
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Runner, Watchdog
+from reprokit.run.topology import Topology, TrafficMeter
 
 OUTCOME_SUFFIX = ".outcome.json"
 _PR_SET_PDEATHSIG = 1
@@ -41,6 +45,8 @@ class Plan:
     probe_timeout_s: float = 60.0
     isolated: bool = False  # inside a fresh network namespace: bring its loopback up first
     watchdog: Watchdog = field(default_factory=Watchdog)
+    hosts: dict[str, str] = field(default_factory=dict)  # role -> address: a simulated host per role
+    link: str = "none"  # the hosts' links' bandwidth (reprokit.run.links)
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "roles": [r.to_json() for r in self.roles]}, indent=1)
@@ -63,11 +69,36 @@ def _emit(event: dict) -> None:
 
 
 def supervise(plan: Plan, stop: threading.Event | None = None) -> Outcome:
-    """Run the plan here, in this process's network."""
-    handles = [ProcessHandle(role, plan.run_dir) for role in plan.roles]
+    """Run the plan here, in this process's network; with `plan.hosts`, each role on a simulated
+    host of its own, built here first and removed after."""
+    if not plan.hosts:
+        return _run(plan, [ProcessHandle(role, plan.run_dir) for role in plan.roles], stop)
+    topology = Topology(plan.hosts, parse_link(plan.link))
+    try:
+        topology.build()
+        meter = TrafficMeter(topology)
+        handles = [ProcessHandle(role, plan.run_dir, enter=topology.enter(role.name)) for role in plan.roles]
+        outcome = _run(plan, handles, stop, on_step=meter.on_step)
+        outcome.network = meter.report()
+    except KitError as error:  # the topology could not be built: nothing ran
+        outcome = Outcome(False, str(error))
+    finally:
+        left = topology.close()
+    if left:
+        outcome.ok, outcome.left = False, outcome.left + left
+        outcome.message = (outcome.message + "\n" if outcome.message else "") + "could not remove: " + ", ".join(left)
+    return outcome
+
+
+def _run(plan: Plan, handles: list[ProcessHandle], stop: threading.Event | None,
+         on_step: Callable[[int], None] | None = None) -> Outcome:
+    def progress(role: str, step: int, rate: float) -> None:
+        if on_step is not None:
+            on_step(step)
+        _emit({"progress": [role, step, rate]})
+
     runner = Runner(Path(plan.run_dir), handles, plan.main, probe_timeout_s=plan.probe_timeout_s,
-                    watchdog=plan.watchdog, stop=stop,
-                    progress=lambda role, step, rate: _emit({"progress": [role, step, rate]}))
+                    watchdog=plan.watchdog, stop=stop, progress=progress)
     outcome = runner.run()
     outcome.interfaces = netns.interfaces()
     return outcome
@@ -87,7 +118,7 @@ def die_with_parent() -> None:
 def main(plan_path: str) -> int:
     die_with_parent()
     plan = Plan.from_json(Path(plan_path).read_text())
-    if plan.isolated:
+    if plan.isolated and not plan.hosts:  # the hosts' topology brings its own network up
         netns.bring_loopback_up()
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):

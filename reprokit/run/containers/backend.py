@@ -117,8 +117,8 @@ class DockerBackend:
         return docker_cluster(workers)
 
     def exposure(self, cluster: Cluster) -> Exposure:
-        return Exposure("the run's own bridge network only (no port published): its containers, "
-                        "and this host's root and docker group", beyond_run=False)
+        return Exposure("the run's own internal bridge network only (no port published, no route out): "
+                        "its containers, and this host's root and docker group", beyond_run=False)
 
     def placement(self, run_dir: Path) -> Placement:
         """Where this run's containers go; the sources and data are inputs, mounted read-only."""
@@ -141,7 +141,8 @@ class DockerBackend:
 
     def _create_network(self, place: Placement) -> Any:
         try:
-            return self.client.networks.create(place.network, driver="bridge",
+            # internal: no route out of it; the roles need none, and nothing they run reaches out.
+            return self.client.networks.create(place.network, driver="bridge", internal=True,
                                                labels=labels(place.run_id, place.owner))
         except SDK_ERRORS as error:
             raise DockerError(f"could not create the bridge network {place.network}: {error}",

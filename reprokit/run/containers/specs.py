@@ -88,12 +88,23 @@ class Placement:
     user: str = ""  # "uid:gid": files in the run folder belong to whoever ran the kit
 
 
+HARDENING: dict[str, Any] = {
+    "cap_drop": ["ALL"],
+    "security_opt": ["no-new-privileges"],
+    "read_only": True,
+    "tmpfs": {"/tmp": "rw,size=512m,mode=1777"},
+    "pids_limit": 2048,
+}
+
+
 def container_kwargs(role: RoleSpec, place: Placement) -> dict[str, Any]:
     """Keyword arguments of `client.containers.create` for one role.
 
     No port is published: the servers are reachable on the run's bridge network only, by
     their article hostnames (network aliases). `init` gives PID 1 to docker-init, so a SIGTERM
-    reaches the role and zombies are reaped.
+    reaches the role and zombies are reaped. Hardened: no capabilities, no privilege gained
+    through setuid files, a read-only root with a tmpfs where Python and TensorFlow write their
+    temporaries, and a cap on processes and threads (TensorFlow starts a few hundred at most).
     """
     kwargs: dict[str, Any] = {
         "image": place.image,
@@ -106,6 +117,7 @@ def container_kwargs(role: RoleSpec, place: Placement) -> dict[str, Any]:
         "networking_config": {place.network: {"Aliases": [role.hostname]}},
         "volumes": {path: dict(spec) for path, spec in place.mounts.items()},
         "init": True,
+        **HARDENING,
         "auto_remove": False,  # removed at teardown, after its log has been read
         "detach": True,
         "stdin_open": False,
@@ -121,6 +133,10 @@ def container_kwargs(role: RoleSpec, place: Placement) -> dict[str, Any]:
 def docker_run_argv(kwargs: dict[str, Any]) -> list[str]:
     """The `docker run` command that does what `kwargs` asks (for logs and the README)."""
     argv = ["docker", "run", "--init", "--name", kwargs["name"], "-h", kwargs["hostname"]]
+    argv += [f"--cap-drop={c}" for c in kwargs["cap_drop"]] + [f"--security-opt={o}" for o in kwargs["security_opt"]]
+    argv += ["--read-only"] if kwargs["read_only"] else []
+    argv += [f"--tmpfs={path}:{options}" for path, options in kwargs["tmpfs"].items()]
+    argv += [f"--pids-limit={kwargs['pids_limit']}"]
     if "cpuset_cpus" in kwargs:
         argv += ["--cpuset-cpus", kwargs["cpuset_cpus"]]
     argv += ["--network", kwargs["network"], "--network-alias", kwargs["hostname"]]

@@ -44,6 +44,8 @@ from reprokit.run.containers.specs import (
 from reprokit.run.roles import RoleSpec, Trainer, TrainingArgs, cluster_roles
 from reprokit.settings import Settings, from_mapping
 from tests.support import REPO
+from tests.support.engine import EngineProxy
+from tests.support.processes import wait_for
 
 STEPS, RECORDS = 21, 200  # steps 0..20: three step lines, about a minute per mode on 2 cores
 PLACE = Placement("reprokit/tf-cluster:tf2.21.0-0123456789ab", "reprokit-run1-abc123", "abc123", "run1",
@@ -115,6 +117,18 @@ def test_the_docker_run_line_reads_like_the_articles_command():
     assert "-v /src:/src:ro " in line and "-v /runs/run1:/runs/run1 " in line
     assert line.endswith("-d reprokit/tf-cluster:tf2.21.0-0123456789ab " + " ".join(_ps().argv))
     assert " -p " not in line
+
+
+def test_a_container_is_hardened_and_its_docker_run_line_says_so():
+    """No capabilities, no new privileges, a read-only root with a tmpfs /tmp, a pids limit."""
+    kwargs = container_kwargs(_ps(), PLACE)
+    assert (["ALL"], ["no-new-privileges"], True, 2048) == \
+        (kwargs["cap_drop"], kwargs["security_opt"], kwargs["read_only"], kwargs["pids_limit"])
+    assert {"/tmp"} == set(kwargs["tmpfs"])
+    line = " ".join(docker_run_argv(kwargs))
+    for flag in ("--cap-drop=ALL", "--security-opt=no-new-privileges", "--read-only", "--tmpfs=/tmp:",
+                 "--pids-limit=2048"):
+        assert f" {flag}" in line
 
 
 def test_network_names_are_made_safe_for_docker():
@@ -297,6 +311,76 @@ def test_the_sweep_never_removes_what_a_live_or_unknown_owner_holds(settings, ki
         assert why in backend.facts()["leftovers_kept"]
     finally:
         network.remove()
+
+
+@pytest.mark.docker
+def test_an_engine_that_stops_answering_mid_run_fails_the_run_naming_the_engine(settings, kit_image, docker_client,
+                                                                              tmp_path: Path):
+    """The kit talks to the engine through a socket that breaks once the client runs: the run
+    fails, saying the engine stopped answering, and lists what it could not remove."""
+    proxy = EngineProxy(tmp_path / "engine.sock")
+    backend = DockerBackend(settings, kit_image.tag, client=docker.DockerClient(base_url=proxy.url, timeout=30))
+    run_dir = _run_dir(settings)
+    server = _server("ps", "import socket, time; s = socket.create_server(('', 2222)); time.sleep(120)")
+    main = RoleSpec("client", ["sleep", "120"], "")
+
+    def stop_once_the_client_runs() -> None:
+        wait_for(lambda: any(n.startswith("container tf_client-") for n in labelled(docker_client, run_dir.name)),
+                 120, "the client container never started")
+        proxy.stop()
+
+    stopper = threading.Thread(target=stop_once_the_client_runs, daemon=True)
+    stopper.start()
+    try:
+        outcome = backend.run(run_dir, [server, main], "client", None)
+    finally:
+        stopper.join(timeout=5)
+        left = labelled(docker_client, run_dir.name)
+        for container in docker_client.containers.list(all=True, filters={"label": f"{RUN_LABEL}={run_dir.name}"}):
+            container.remove(force=True)
+        for network in docker_client.networks.list(filters={"label": f"{RUN_LABEL}={run_dir.name}"}):
+            network.remove()
+    assert not outcome.ok
+    assert "is lost: the Docker engine stopped answering" in outcome.message
+    assert "could not remove: " in outcome.message
+    assert sorted(left) == sorted(f"{kind} {name.split(' ')[0]}" for kind, name in
+                                  (item.split(" ", 1) for item in outcome.left))
+
+
+# What a role sees of its container, printed as `key value` lines (no traffic is sent anywhere).
+INSIDE = """
+import os
+routes = open("/proc/net/route").read().splitlines()[1:]
+print("default_route", any(line.split()[1] == "00000000" for line in routes))
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+print("cap_eff", status["CapEff"].strip())
+print("no_new_privs", status["NoNewPrivs"].strip())
+try:
+    open("/written-by-the-role", "w")
+    print("root_writable", True)
+except OSError:
+    print("root_writable", False)
+open("/tmp/scratch", "w").write("ok")
+print("tmp_writable", True)
+pids = [p for p in ("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max") if os.path.exists(p)]
+print("pids_max", open(pids[0]).read().strip())  # cgroup v2, or v1
+"""
+
+
+@pytest.mark.docker
+def test_a_role_sees_no_route_out_no_capabilities_and_a_read_only_root(backend: DockerBackend, settings,
+                                                                      docker_client, no_leftover_containers):
+    """Proved from inside a container on the run's internal network, by the role itself."""
+    run_dir = _run_dir(settings)
+    server = _server("ps", "import socket, time; s = socket.create_server(('', 2222)); time.sleep(60)")
+    main = RoleSpec("client", ["python3", "-c", INSIDE], "")
+    outcome = backend.run(run_dir, [server, main], "client", None)
+    assert outcome.ok, outcome.message
+    seen = dict(line.split(" | ", 1)[1].split(" ", 1) for line in (run_dir / "client.log").read_text().splitlines()
+                if " | " in line and not line.split(" | ", 1)[1].startswith("reprokit:"))
+    assert {"default_route": "False", "cap_eff": "0000000000000000", "no_new_privs": "1",
+            "root_writable": "False", "tmp_writable": "True", "pids_max": "2048"} == seen
+    assert [] == labelled(docker_client, run_dir.name)
 
 
 # --- real runs ---------------------------------------------------------------------------------
