@@ -24,7 +24,9 @@ from reprokit.report.results import RunResults, build_results
 from reprokit.run.backends import Backend, Exposure, make_backend
 from reprokit.run.cluster import Cluster, CpuLayout, make_layout
 from reprokit.run.manual import ExternalCluster
+from reprokit.run import request_ids
 from reprokit.run.process import still_running
+from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.roles import (
     PROGRAMS,
     Instruments,
@@ -89,16 +91,19 @@ class Reproduction:
 
 
 def mode_roles(mode: str, options: Options, layout: CpuLayout, backend: Backend, sources: Path, data_dir: Path,
-               train_dir: Path, instruments: Instruments | None = None) -> list[RoleSpec]:
-    """The roles of one mode, in start order: what a reproduction and the benchmark both run."""
+               train_dir: Path, instruments: Instruments | None = None,
+               fix: RequestIdFix = RequestIdFix(None)) -> list[RoleSpec]:
+    """The roles of one mode, in start order: what a reproduction and the benchmark both run.
+    Every TensorFlow process gets the request-id fix when there is one (request_ids.py)."""
     training = TrainingArgs(options.steps, str(data_dir), str(train_dir))
     trainer = Trainer(backend.python, str(sources), PROGRAMS[options.program][mode], instruments)
     tuning = options.tuning
+    env, server_env = {**tuning.env, **fix.env()}, {**tuning.server_env, **fix.env()}
     if mode == "standalone":
-        return [standalone_role(training, trainer, cpus=layout.for_role(STANDALONE), env=tuning.env)]
+        return [standalone_role(training, trainer, cpus=layout.for_role(STANDALONE), env=env)]
     return cluster_roles(backend.cluster(options.workers), training, trainer, layout.cpus,
-                         role_server=backend.role_server, threads=tuning.server_threads, env=tuning.env,
-                         server_env=tuning.server_env, client_hosts_ps=tuning.client_hosts_ps)
+                         role_server=backend.role_server, threads=tuning.server_threads, env=env,
+                         server_env=server_env, client_hosts_ps=tuning.client_hosts_ps)
 
 
 def run(settings: Settings, request: Request, echo: Echo, progress: Progress | None = None,
@@ -129,6 +134,7 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
     result = Reproduction(run_dir, stages.records)
     outcomes: dict[str, Outcome] = {}
     data: DataResult | None = None
+    fix = RequestIdFix(None, "not built: the run stopped before its prepare stage")
     try:
         RunInfo(options.steps, options.workers, list(options.modes), options.program, options.tuning.name,
                 layout.name, layout.cpus, options.data_source, datetime.now().isoformat(timespec="seconds")
@@ -137,6 +143,8 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
             applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, settings.sources_dir)
             say(f"patched sources in {applied.out_dir}: "
                 + ("already applied" if applied.already_applied else "applied"))
+            fix = request_ids.build(settings.build_dir, settings.request_id_fix)
+            say(f"request-id fix: {fix.summary}")
         with stages.stage("data") as say:
             data = prepare_data(options.data_source, settings.data_dir, records_per_file=options.synthetic_records,
                                 progress=download)
@@ -146,7 +154,7 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
         for mode in options.modes:
             with stages.stage(mode) as say:
                 roles = mode_roles(mode, options, layout, backend, settings.sources_dir.resolve(), data.data_dir,
-                                   run_dir / f"train_{mode}")
+                                   run_dir / f"train_{mode}", fix=fix)
                 for role in roles:
                     say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
                 if any(r.is_server for r in roles):
@@ -165,7 +173,7 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
         result.error = str(exc) if isinstance(exc, KitError) else f"could not write in {run_dir}: {exc}"
     finally:
         _teardown(stages, backend, outcomes, result)
-        _report(stages, settings, options, backend, data, outcomes, result)
+        _report(stages, settings, options, backend, data, outcomes, result, fix)
     return result
 
 
@@ -178,12 +186,13 @@ def _teardown(stages: Stages, backend: Backend, outcomes: dict[str, Outcome], re
 
 
 def _report(stages: Stages, settings: Settings, options: Options, backend: Backend,
-            data: DataResult | None, outcomes: dict[str, Outcome], result: Reproduction) -> None:
+            data: DataResult | None, outcomes: dict[str, Outcome], result: Reproduction, fix: RequestIdFix) -> None:
     """The report stage: its own failure is added to the run's error, never put in its place."""
     try:
         with stages.stage("report") as say:
             result.results = build_results(settings, options, backend.facts(), data, outcomes, result.judgement,
-                                           stages.records, result.error, result.exposure)
+                                           stages.records, result.error, result.exposure,
+                                           {"request_id_fix": fix.summary})
             written = report.write_all(result.run_dir, result.results)
             say("wrote " + ", ".join(str(p.name) for p in written))
     except (KitError, OSError) as exc:

@@ -32,10 +32,16 @@ class Settings:
     first_step_timeout_s: float = 900.0
     stall_factor: float = 20.0
     stall_floor_s: float = 120.0
+    request_id_fix: bool = True
 
     @property
     def watchdog(self) -> Watchdog:
         return Watchdog(self.first_step_timeout_s, self.stall_factor, self.stall_floor_s)
+
+    @property
+    def build_dir(self) -> Path:
+        """Where the kit builds what is not a source: the patched sources' parent folder."""
+        return self.sources_dir.parent
 
     @property
     def article_logs(self) -> Path:
@@ -63,8 +69,12 @@ def from_mapping(values: Mapping[str, Any], root: Path) -> Settings:
 
 
 def _typed(key: str, kind: Any, value: Any, root: Path) -> Any:
-    kinds = {"Path": Path, "int": int, "float": float, "str": str}
+    kinds = {"Path": Path, "int": int, "float": float, "str": str, "bool": bool}
     convert = kinds.get(kind if isinstance(kind, str) else getattr(kind, "__name__", ""), str)
+    if convert is bool:
+        if not isinstance(value, bool):
+            raise KitError(f"invoke.yaml: reprokit.{key} = {value!r} is not true or false", "fix that line of invoke.yaml")
+        return value
     try:
         if convert is Path:
             return Path(value) if Path(value).is_absolute() else root / value

@@ -27,6 +27,7 @@ from reprokit.names import MAIN_ROLE
 from reprokit.options import Options
 from reprokit.run.backends import Backend
 from reprokit.run.cluster import make_layout
+from reprokit.run import request_ids
 from reprokit.run.roles import Instruments
 from reprokit.run.tuning import Tuning
 from reprokit.runs import new_run_dir
@@ -64,6 +65,8 @@ class Bench:
             raise ClusterError("invoke verify fails: the benchmark measures only a verified kit",
                                "run `invoke verify` and fix what it reports")
         self.data = prepare_data(data_source, settings.data_dir, records_per_file=settings.synthetic_records)
+        self.fix = request_ids.build(settings.build_dir, settings.request_id_fix)
+        echo(f"request-id fix: {self.fix.summary}")
         self.sources = settings.sources_dir.resolve()
         # A benchmark is an experiment with other options: the same roles, the spread layout.
         self.options = Options(steps, 2, "spread", data_source, settings.synthetic_records, tuning=tuning,
@@ -80,7 +83,7 @@ class Bench:
         options = replace(self.options, workers=workers, program=program or self.options.program)
         instruments = Instruments(str(folder / "probe.json"), **probe) if probe else None
         roles = mode_roles(mode, options, make_layout("spread", workers), backend, self.sources,
-                           self.data.data_dir, folder / "train", instruments)
+                           self.data.data_dir, folder / "train", instruments, self.fix)
         main = MAIN_ROLE[mode]
         self.echo(f"  {folder.name}: {options.program} {mode}" + (f", {workers} workers" if mode == "cluster" else ""))
         outcome = backend.run(folder, roles, main, None)
@@ -141,6 +144,7 @@ def run_bench(settings: Settings, backend: Backend, tuning: Tuning, *, repetitio
         "cpu_share": cpu_share(reps[len(reps) // 2]["cluster"]),
         "folder": str(bench.dir), "steps": steps, "repetitions": repetitions, "workers": workers,
         "warmup_rule": WARMUP_RULE, "tuning": asdict(tuning), "data": bench.data.source,
+        "kit_fixes": {"request_id_fix": bench.fix.summary},
         "repetition_results": reps,
         "median": {"standalone_rate": standalone_rate, "cluster_rate": cluster_rate, **medians},
         "input_free_bound": {"rate": bound.rate, "standalone_share": _ratio(standalone_rate, bound.rate)},

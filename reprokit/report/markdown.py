@@ -100,6 +100,7 @@ def markdown(info: RunInfo, results: RunResults, plot_name: str | None) -> str:
         ("program", info.program), ("steps", info.steps), ("workers", info.workers),
         ("CPU layout", f"{info.layout}: " + ", ".join(f"{r}={c}" for r, c in sorted(info.cpus.items()))),
         ("kit settings", f"{results.tuning['name']}: {results.tuning['why']}"),
+        *[(f"kit fix: {name.replace('_', ' ')}", state) for name, state in results.kit_fixes.items()],
         *[(k, v) for k, v in backend.items() if v],
         ("servers listened on", exposure.get("where", "n/a")),
         ("interfaces the cluster saw", ", ".join(cluster.get("interfaces") or []) or "n/a"),

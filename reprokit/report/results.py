@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import platform
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -85,6 +85,7 @@ class RunResults:
     modes: dict[str, dict[str, Any]]  # mode -> steps, outcome, dead input threads per tower
     rules: list[dict[str, Any]]
     stages: list[dict[str, Any]]
+    kit_fixes: dict[str, str] = field(default_factory=dict)  # what the kit mends in TensorFlow, and whether on
     format_version: int = FORMAT_VERSION
 
     def save(self, run_dir: Path) -> Path:
@@ -104,7 +105,7 @@ class RunResults:
 
 
 def build_results(settings: Any, options: Any, backend: dict, data: Any, outcomes: dict, judgement: Any,
-                  stages: list, error: str, exposure: Any = None) -> RunResults:
+                  stages: list, error: str, exposure: Any = None, kit_fixes: dict[str, str] | None = None) -> RunResults:
     """Everything the report shows, as data."""
     speed = judgement.speed if judgement else None
     verdict = "PASS" if (not error and judgement is not None and judgement.passed) else "FAIL"
@@ -134,4 +135,5 @@ def build_results(settings: Any, options: Any, backend: dict, data: Any, outcome
              "evidence": [{"path": str(e.path), "line": e.line, "text": e.text} for e in v.evidence[:10]]}
             for v in judgement.verdicts],
         stages=[asdict(s) for s in stages],
+        kit_fixes=kit_fixes or {},
     )

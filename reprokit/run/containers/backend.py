@@ -121,9 +121,12 @@ class DockerBackend:
                         "its containers, and this host's root and docker group", beyond_run=False)
 
     def placement(self, run_dir: Path) -> Placement:
-        """Where this run's containers go; the sources and data are inputs, mounted read-only."""
+        """Where this run's containers go; the sources, the data and the kit's native fixes are
+        inputs, mounted read-only at the same paths (an LD_PRELOAD path reads the same inside)."""
         token = secrets.token_hex(3)
         inputs = [Path(self.settings.sources_dir).resolve(), Path(self.settings.data_dir).absolute()]
+        native = Path(self.settings.build_dir).resolve() / "native"
+        inputs += [native] if native.is_dir() else []
         return Placement(self.image.tag, network_name(run_dir.name, token), token, run_dir.name, self.owner,
                          same_path_mounts(inputs, [run_dir]), f"{os.getuid()}:{os.getgid()}")
 
