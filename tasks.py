@@ -109,22 +109,33 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
             "layout": "CPU layout: spread (default) or article (every role on CPU 0)",
             "cpus": "explicit CPU sets per role, e.g. ps=0,worker0=0,worker1=1,client=0,standalone=0",
             "source": "data source: auto | url | synthetic | PATH",
-            "backend": "local (default), docker, or hosts (each role on a simulated host of its own)",
+            "backend": "local (default), docker, hosts (a simulated host per role) or swarm (a stack on the current swarm)",
             "link": "hosts backend: every host's link bandwidth: none (default), 10gbit, 1gbit, 100mbit",
+            "cluster": "swarm backend: a cluster file whose workers and placement ({role: node}) the stack follows",
             "isolation": "local backend: auto or netns (a private network namespace, or an error saying how to "
                          "get one), none (the host network: every interface, unauthenticated)",
             "run_id": "name of the run folder (must not exist yet)",
             "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)"})
 def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, source=None,
-              backend=None, isolation=None, run_id=None, tuning=None, link=None):
+              backend=None, isolation=None, run_id=None, tuning=None, link=None, cluster=None):
     """The whole experiment: patches, data, standalone, cluster, check, report; ends in PASS/FAIL."""
     request = Request(steps=steps, quick=quick, workers=workers, layout=layout, cpus=cpus or "", source=source,
-                      backend=backend, isolation=isolation, run_id=run_id, tuning=tuning, link=link or "none")
+                      backend=backend, isolation=isolation, run_id=run_id, tuning=tuning, link=link or "none",
+                      cluster_file=cluster)
     _passed(_run(views.reproduce, c, request), "reproduce")
 
 
 # RUN is a flag, not a positional argument: invoke requires every positional argument, and
 # a run must be optional (the latest one by default).
+@task(help={"workers": "cluster workers (default 2)", "cluster": "a cluster file with placement, as for reproduce",
+            "image": "the image the services run (default: the one `invoke build-image` makes here)",
+            "steps": "training steps (default 1000)", "source": "where the data is, as for `invoke data`"})
+def stack_file(c, workers=None, cluster=None, image=None, steps=None, source=None):
+    """Write the cluster's Swarm stack file into a new run folder, without deploying anything."""
+    request = Request(steps=steps, workers=workers, source=source, backend="swarm", cluster_file=cluster)
+    _run(views.stack_file, c, request, image)
+
+
 @task(help={"run": "run id, folder, or 'latest' (the default)"})
 def compare_logs(c, run="latest"):
     """Check a finished run's logs against expected_logs/: every failure with file, line, rule."""
@@ -181,6 +192,6 @@ def build_image(c, base=None, force=False):
 
 
 ns = Collection(verify, apply_patches, explain_patches, data, standalone, ps, worker, client, reproduce,
-                compare_logs, report, bench, sweep,
+                stack_file, compare_logs, report, bench, sweep,
                 build_base_image, download_wheels, build_image)
 ns.configure({"run": {"echo": True, "pty": sys.stdout.isatty()}})

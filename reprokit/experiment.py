@@ -21,10 +21,16 @@ from reprokit.names import MAIN_ROLE, MODES, STANDALONE
 from reprokit.options import Options, check_backend, run_options
 from reprokit.report import markdown as report
 from reprokit.report.results import RunResults, build_results
-from reprokit.run.backends import Backend, Exposure, make_backend
-from reprokit.run.cluster import Cluster, CpuLayout, make_layout
-from reprokit.run.manual import ExternalCluster
 from reprokit.run import request_ids
+from reprokit.run.backends import Backend, Exposure, make_backend
+from reprokit.run.cluster import (
+    Cluster,
+    CpuLayout,
+    load_cluster,
+    load_placement,
+    make_layout,
+)
+from reprokit.run.manual import ExternalCluster
 from reprokit.run.process import still_running
 from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.roles import (
@@ -60,10 +66,13 @@ class Request:
     tuning: str | None = None
     program: str | None = None
     link: str = "none"
+    cluster_file: str | None = None  # the swarm backend: worker count and placement from a cluster file
     modes: tuple[str, ...] = MODES
 
     def options(self, s: Settings, workers: Any = None) -> Options:
         steps = self.steps if self.steps is not None else (s.quick_steps if self.quick else s.steps)
+        if workers is None and self.cluster_file:
+            workers = len(load_cluster(Path(self.cluster_file)).workers)
         return run_options(s, steps=steps, workers=workers or self.workers or s.workers,
                            layout=self.layout or s.layout, cpus=self.cpus or "", source=self.source or s.data_source,
                            run_id=self.run_id, tuning=self.tuning or "default", program=self.program or "article",
@@ -103,7 +112,8 @@ def mode_roles(mode: str, options: Options, layout: CpuLayout, backend: Backend,
         return [standalone_role(training, trainer, cpus=layout.for_role(STANDALONE), env=env)]
     return cluster_roles(backend.cluster(options.workers), training, trainer, layout.cpus,
                          role_server=backend.role_server, threads=tuning.server_threads, env=env,
-                         server_env=server_env, client_hosts_ps=tuning.client_hosts_ps)
+                         server_env=server_env, client_hosts_ps=tuning.client_hosts_ps,
+                         client_waits=backend.client_waits)
 
 
 def run(settings: Settings, request: Request, echo: Echo, progress: Progress | None = None,
@@ -111,8 +121,9 @@ def run(settings: Settings, request: Request, echo: Echo, progress: Progress | N
     """Check the request, choose its backend, and reproduce."""
     options = request.options(settings)
     name, isolation = request.backend_name(settings), request.isolation_mode(settings)
-    check_backend(name, isolation, options.tuning, request.link)
-    backend = make_backend(settings, name, isolation, request.link)
+    check_backend(name, isolation, options.tuning, request.link, request.cluster_file)
+    placement = load_placement(Path(request.cluster_file)) if request.cluster_file else {}
+    backend = make_backend(settings, name, isolation, request.link, placement, echo)
     return reproduce(settings, options, backend, echo, progress, download)
 
 
@@ -198,3 +209,24 @@ def _report(stages: Stages, settings: Settings, options: Options, backend: Backe
     except (KitError, OSError) as exc:
         failure = f"the report could not be written: {exc}"
         result.error = f"{result.error}\n{failure}" if result.error else failure
+
+
+def write_stack(settings: Settings, request: Request, image: str | None, echo: Echo) -> Path:
+    """`invoke stack-file`: the cluster mode's Swarm stack file in a new run folder, deployed by
+    nobody: for a person to read, keep, or deploy on a swarm of their own."""
+    from reprokit.run.swarm.backend import SwarmBackend
+
+    options = request.options(settings)
+    placement = load_placement(Path(request.cluster_file)) if request.cluster_file else {}
+    backend = SwarmBackend(settings, image, placement=placement, deploys=False)
+    layout = make_layout(options.layout, options.workers, explicit=options.cpus)
+    run_dir = new_run_dir(settings.runs_dir, options.run_id).resolve()
+    RunInfo(options.steps, options.workers, ["cluster"], options.program, options.tuning.name, layout.name,
+            layout.cpus, options.data_source, datetime.now().isoformat(timespec="seconds")).save(run_dir)
+    workspace.apply_all(settings.upstream_dir, settings.patches_dir, settings.sources_dir)
+    fix = request_ids.build(settings.build_dir, settings.request_id_fix)
+    roles = mode_roles("cluster", options, layout, backend, settings.sources_dir.resolve(), settings.data_dir.absolute(),
+                       run_dir / "train_cluster", fix=fix)
+    _, path = backend.write_stack_file(run_dir, roles, "cluster")
+    echo(f"the data must be in {settings.data_dir.absolute()} on every node (`invoke data` makes it here)")
+    return path

@@ -86,13 +86,17 @@ def run_options(settings: Any, *, steps: Any, workers: Any, layout: str, cpus: s
                    one_of(program, "program", PROGRAMS))
 
 
-def check_backend(backend: str, isolation: str, tuning: Tuning, link: str = "none") -> None:
+def check_backend(backend: str, isolation: str, tuning: Tuning, link: str = "none",
+                  cluster_file: str | None = None) -> None:
     """A backend and its options that go together; refused before anything starts."""
     one_of(backend, "backend", BACKENDS)
     one_of(isolation, "isolation", ISOLATION_MODES)
     if parse_link(link).bits_per_s is not None and backend != "hosts":
         raise KitError(f"--link {link} shapes the links of simulated hosts, and the {backend} backend has none",
                        "use --backend hosts with it")
+    if cluster_file and backend != "swarm":
+        raise KitError(f"--cluster places the roles of a Swarm stack, and the {backend} backend places its own",
+                       "use --backend swarm with it (for servers on machines of your own: invoke ps, worker, client)")
     if backend != "local" and tuning.client_hosts_ps:
         raise KitError(f"--tuning {tuning.name} runs the ps inside the client's process, and the {backend} "
                        "backend gives every role a container of its own", "use --backend local with it")

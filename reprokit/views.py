@@ -121,6 +121,12 @@ def reproduce(out: Out, s: Settings, request: experiment.Request) -> bool:
     return finish(out, experiment.run(s, request, out, step_progress(out), download_progress(out)))
 
 
+def stack_file(out: Out, s: Settings, request: experiment.Request, image: str | None) -> None:
+    path = experiment.write_stack(s, request, image, out)
+    out(f"wrote {path}")
+    out(f"deploy it: docker stack deploy --resolve-image never -c {path} <name>  (see its first lines)")
+
+
 def client(out: Out, s: Settings, request: experiment.Request, cluster_file: str | None, ps: str | None,
            workers: str | None) -> bool:
     """The cluster trainer against servers started elsewhere, judged like a reproduction."""

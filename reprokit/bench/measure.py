@@ -25,9 +25,9 @@ from reprokit.judge.logs import parse_log, step_fields
 from reprokit.judge.speed import WARMUP_RULE, median_rate
 from reprokit.names import MAIN_ROLE
 from reprokit.options import Options
+from reprokit.run import request_ids
 from reprokit.run.backends import Backend
 from reprokit.run.cluster import make_layout
-from reprokit.run import request_ids
 from reprokit.run.roles import Instruments
 from reprokit.run.tuning import Tuning
 from reprokit.runs import new_run_dir

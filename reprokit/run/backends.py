@@ -16,7 +16,7 @@ from reprokit.run.cluster import Cluster
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress
 
-BACKENDS = ("local", "docker", "hosts")
+BACKENDS = ("local", "docker", "hosts", "swarm")
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,7 @@ class Backend(Protocol):
     name: str
     python: str  # the interpreter that runs a role, as the role sees it
     role_server: str  # role_server.py, as the role sees it
+    client_waits: bool  # the client itself waits for every server (when the backend cannot start it later)
 
     def cluster(self, workers: int) -> Cluster: ...
     def exposure(self, cluster: Cluster) -> Exposure: ...
@@ -40,9 +41,10 @@ class Backend(Protocol):
     def teardown(self) -> list[str]: ...
 
 
-def make_backend(settings: Any, name: str, isolation: str = "auto", link: str = "none") -> Backend:
+def make_backend(settings: Any, name: str, isolation: str = "auto", link: str = "none",
+                 placement: dict[str, str] | None = None, echo: Any = None) -> Backend:
     """The backend called ``name``, with the settings' probe timeout and watchdog; `isolation`
-    is the local backend's, `link` the hosts backend's."""
+    is the local backend's, `link` the hosts backend's, `placement` the swarm backend's."""
     watchdog = settings.watchdog
     if name == "local":
         from reprokit.run.local import LocalBackend
@@ -56,4 +58,8 @@ def make_backend(settings: Any, name: str, isolation: str = "auto", link: str = 
         from reprokit.run.hosts import HostsBackend
 
         return HostsBackend(link, probe_timeout_s=settings.probe_timeout_s, watchdog=watchdog)
+    if name == "swarm":
+        from reprokit.run.swarm.backend import SwarmBackend
+
+        return SwarmBackend(settings, placement=placement, watchdog=watchdog, **({"echo": echo} if echo else {}))
     raise KitError(f"unknown backend {name!r}", f"choose one of {', '.join(BACKENDS)}")

@@ -53,6 +53,19 @@ def _check_address(address: str, what: str) -> str:
     return address
 
 
+def load_placement(path: Path) -> dict[str, str]:
+    """The cluster file's optional "placement": {role: node hostname, or a Swarm constraint}."""
+    try:
+        placement = json.loads(path.read_text()).get("placement", {})
+    except (OSError, ValueError, AttributeError) as exc:
+        raise KitError(f"{path}: cannot read a cluster description: {exc}",
+                       'write JSON like {"ps": [...], "worker": [...], "placement": {"ps": "node-a"}}') from exc
+    if not isinstance(placement, dict) or not all(isinstance(v, str) for v in placement.values()):
+        raise KitError(f"{path}: placement must map roles to node names or constraints",
+                       'e.g. "placement": {"ps": "node-a", "worker0": "node.labels.zone == b"}')
+    return placement
+
+
 def load_cluster(path: Path) -> Cluster:
     """A cluster file: JSON {"ps": ["host:port"], "worker": ["host:port", ...]}, the article's shape."""
     try:

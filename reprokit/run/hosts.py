@@ -45,6 +45,7 @@ class HostsBackend:
     name = "hosts"
     python = sys.executable
     role_server = str(ROLE_SERVER)
+    client_waits = False
 
     def __init__(self, link: str = "none", probe_timeout_s: float = 60.0, watchdog: Watchdog = Watchdog()) -> None:
         self.link = parse_link(link)

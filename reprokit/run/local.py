@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from reprokit.run.backends import Exposure
 from reprokit.run.cluster import Cluster, local_cluster, require_free_ports
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Watchdog
+from reprokit.run.signals import sigterm_interrupts
 from reprokit.run.supervisor import PARENT_ENV, Plan
 
 ISOLATION_MODES = ("auto", "netns", "none")
@@ -59,10 +59,6 @@ def choose_isolation(mode: str) -> Isolation:
     raise ClusterError(f"no private network namespace for the cluster: {reason}", ISOLATION_FIXES)
 
 
-def _raise_interrupt(*_: object) -> None:
-    raise KeyboardInterrupt
-
-
 def run_plan(plan: Plan, *, isolation: Isolation, progress: Progress | None = None) -> Outcome:
     """Run a plan under a supervisor process; Ctrl-C or SIGTERM stop every role."""
     run_dir = Path(plan.run_dir)
@@ -74,11 +70,9 @@ def run_plan(plan: Plan, *, isolation: Isolation, progress: Progress | None = No
     env = {**os.environ, PARENT_ENV: str(os.getpid()),
            "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_PARENT, os.environ.get("PYTHONPATH")]))}
     outcome: Outcome | None = None
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    with (run_dir / f"{plan.main}.supervisor.log").open("w") as sup_log:
+    with (run_dir / f"{plan.main}.supervisor.log").open("w") as sup_log, sigterm_interrupts():
         # Its own session: a Ctrl-C reaches only us, and we stop it in order.
         proc = commands.spawn(argv, env=env, stderr=sup_log, new_session=True)
-        previous = signal.signal(signal.SIGTERM, _raise_interrupt) if in_main_thread else None
         try:
             for line in proc.stdout:  # type: ignore[union-attr]
                 event = json.loads(line)
@@ -90,9 +84,6 @@ def run_plan(plan: Plan, *, isolation: Isolation, progress: Progress | None = No
         except BaseException:  # Ctrl-C, SIGTERM, or a failing progress callback: stop, never leave it
             _stop(proc)
             raise
-        finally:
-            if in_main_thread:
-                signal.signal(signal.SIGTERM, previous)
     if outcome is None:
         raise ClusterError(f"the supervisor of {plan.main} exited with code {proc.returncode} and sent no outcome",
                            f"see {run_dir / (plan.main + '.supervisor.log')}")
@@ -114,6 +105,7 @@ class LocalBackend:
     name = "local"
     python = sys.executable
     role_server = str(ROLE_SERVER)
+    client_waits = False
 
     def __init__(self, isolation: str = "auto", first_port: int = 2222, probe_timeout_s: float = 60.0,
                  watchdog: Watchdog = Watchdog()) -> None:

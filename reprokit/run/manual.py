@@ -71,6 +71,7 @@ class ExternalCluster:
     """A backend for a cluster whose servers run elsewhere: only the client runs here."""
 
     name = "external"
+    client_waits = False
 
     def __init__(self, cluster: Cluster, probe_timeout_s: float = 60.0, watchdog: Watchdog = Watchdog()) -> None:
         self.given = cluster

@@ -14,6 +14,10 @@ With `--run-trainer TRAINER.py -- FLAGS`, it serves its task and runs that train
 process instead of blocking (the kit's "client hosts the ps" setting): the trainer's session on
 grpc://localhost:<port> then reaches the master in-process, without a gRPC hop per call. The
 exit code is the trainer's.
+
+With `--wait-for HOST:PORT,... --run-trainer TRAINER.py -- FLAGS` and no job, it serves nothing:
+it waits until every address accepts a connection, then runs the trainer. A Swarm stack's client
+starts this way, so that it trains only once every server answers from inside the overlay.
 """
 
 from __future__ import annotations
@@ -22,19 +26,23 @@ import argparse
 import json
 import os
 import signal
+import socket
 import sys
 import threading
+import time
 from datetime import datetime
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cluster", required=True, help="ClusterSpec as JSON: {job: [host:port, ...]}")
-    parser.add_argument("--job", required=True, choices=["ps", "worker"])
+    parser.add_argument("--cluster", help="ClusterSpec as JSON: {job: [host:port, ...]}")
+    parser.add_argument("--job", choices=["ps", "worker"])
     parser.add_argument("--task", type=int, default=0)
     parser.add_argument("--intra-op-threads", type=int, default=0, help="0: TensorFlow's default")
     parser.add_argument("--inter-op-threads", type=int, default=0, help="0: TensorFlow's default")
     parser.add_argument("--run-trainer", help="run this trainer in-process after the server starts")
+    parser.add_argument("--wait-for", help="serve nothing: wait until these host:port answer, then run the trainer")
+    parser.add_argument("--wait-timeout", type=float, default=600.0, help="seconds to wait for them")
     if "--" in argv:
         cut = argv.index("--")
         args = parser.parse_args(argv[:cut])
@@ -58,8 +66,37 @@ def run_trainer(path: str, flags: list[str]) -> int:
     return 0
 
 
+def wait_for(addresses: list[str], timeout: float) -> bool:
+    """True once every address accepts a TCP connection; False after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    for address in addresses:
+        host, port = address.rsplit(":", 1)
+        while True:
+            try:
+                socket.create_connection((host, int(port)), timeout=2).close()
+                print(f"{datetime.now()}: {address} answers", flush=True)
+                break
+            except OSError as error:
+                if time.monotonic() > deadline:
+                    print(f"{datetime.now()}: {address} does not answer after {timeout:.0f} s: {error}",
+                          file=sys.stderr, flush=True)
+                    return False
+                time.sleep(0.5)
+    return True
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
+    if args.wait_for:
+        if not args.run_trainer:
+            print("--wait-for needs --run-trainer", file=sys.stderr)
+            return 2
+        if not wait_for([a for a in args.wait_for.split(",") if a], args.wait_timeout):
+            return 3
+        return run_trainer(args.run_trainer, args.trainer_flags)
+    if not args.cluster or not args.job:
+        print("--cluster and --job are needed to serve a task", file=sys.stderr)
+        return 2
     cluster = json.loads(args.cluster)
     if args.task >= len(cluster.get(args.job, [])):
         print(f"no task {args.task} in job {args.job!r} of {cluster}", file=sys.stderr)

@@ -89,6 +89,14 @@ class HostedPs:
 
 
 @dataclass(frozen=True)
+class WaitFor:
+    """The servers a trainer waits for before it trains (a Swarm client: role_server --wait-for)."""
+
+    addresses: tuple[str, ...]
+    role_server: str
+
+
+@dataclass(frozen=True)
 class Trainer:
     """One trainer program of a run: where its file is and how it is started."""
 
@@ -97,14 +105,18 @@ class Trainer:
     file: str  # e.g. cifar10_cluster_train.py, in `sources`
     instruments: Instruments | None = None
 
-    def argv(self, flags: list[str], hosted: HostedPs | None = None) -> list[str]:
-        """The trainer with ``flags``; with ``hosted`` the same process first serves the ps task."""
+    def argv(self, flags: list[str], hosted: HostedPs | None = None, wait: WaitFor | None = None) -> list[str]:
+        """The trainer with ``flags``; with ``hosted`` the same process first serves the ps task;
+        with ``wait`` it first waits until every server answers."""
         if self.instruments is not None:
             serve = [] if hosted is None else ["--serve-ps", json.dumps(hosted.cluster.spec),
                                                "--ps-threads", ",".join(map(str, hosted.threads))]
             return [self.python, "-m", "reprokit.bench.probe", "--sources", self.sources,
                     "--trainer", self.file.removesuffix(".py"), *self.instruments.flags(), *serve, "--", *flags]
         path = f"{self.sources}/{self.file}"
+        if wait is not None:
+            return [self.python, wait.role_server, "--wait-for", ",".join(wait.addresses), "--run-trainer", path,
+                    "--", *flags]
         if hosted is None:
             return [self.python, path, *flags]
         server = server_args(hosted.cluster, "ps", 0, python=self.python, role_server=hosted.role_server,
@@ -134,14 +146,15 @@ def server_role(cluster: Cluster, job: str, task: int, *, python: str, role_serv
 
 
 def client_role(cluster: Cluster, training: TrainingArgs, trainer: Trainer, *, cpus: str,
-                env: dict[str, str] | None = None, hosted: HostedPs | None = None) -> RoleSpec:
+                env: dict[str, str] | None = None, hosted: HostedPs | None = None,
+                wait: WaitFor | None = None) -> RoleSpec:
     """The patched cluster trainer, its session on grpc://<ps>: PS_NODE and PS_PORT say where.
     With ``hosted``, the same process serves the ps task first: the session's target is then
     that in-process server's own, so TensorFlow hands its calls to the master directly."""
     flags = [*training.flags(), f"--num_workers={len(cluster.workers)}"]
     role_env = {**BASE_ENV, **trainer.env(), **(env or {}),
                 "PS_NODE": cluster.ps_host, "PS_PORT": str(cluster.ps_port)}
-    return RoleSpec(CLIENT, trainer.argv(flags, hosted), cpus, role_env)
+    return RoleSpec(CLIENT, trainer.argv(flags, hosted, wait), cpus, role_env)
 
 
 def standalone_role(training: TrainingArgs, trainer: Trainer, *, cpus: str,
@@ -152,9 +165,10 @@ def standalone_role(training: TrainingArgs, trainer: Trainer, *, cpus: str,
 
 def cluster_roles(cluster: Cluster, training: TrainingArgs, trainer: Trainer, cpus: dict[str, str], *,
                   role_server: str, threads: tuple[int, int] = (0, 0), env: dict[str, str] | None = None,
-                  server_env: dict[str, str] | None = None, client_hosts_ps: bool = False) -> list[RoleSpec]:
+                  server_env: dict[str, str] | None = None, client_hosts_ps: bool = False,
+                  client_waits: bool = False) -> list[RoleSpec]:
     """ps, workers, then the client: the order they must start in (the ps inside the client
-    process when `client_hosts_ps`)."""
+    process when `client_hosts_ps`; the client waiting for every server when `client_waits`)."""
     python = trainer.python
     workers = [server_role(cluster, "worker", i, python=python, role_server=role_server,
                            cpus=cpus[worker(i)], threads=threads, env=server_env)
@@ -164,4 +178,5 @@ def cluster_roles(cluster: Cluster, training: TrainingArgs, trainer: Trainer, cp
         return workers + [client_role(cluster, training, trainer, cpus=cpus[CLIENT], env=env, hosted=hosted)]
     ps = server_role(cluster, "ps", 0, python=python, role_server=role_server, cpus=cpus[PS], threads=threads,
                      env=server_env)
-    return [ps, *workers, client_role(cluster, training, trainer, cpus=cpus[CLIENT], env=env)]
+    wait = WaitFor(tuple(cluster.addresses().values()), role_server) if client_waits else None
+    return [ps, *workers, client_role(cluster, training, trainer, cpus=cpus[CLIENT], env=env, wait=wait)]

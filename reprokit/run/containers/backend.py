@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import signal
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +40,7 @@ from reprokit.run.containers.specs import (
 )
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Runner, Watchdog
+from reprokit.run.signals import sigterm_interrupts
 
 IMAGE_ENV = "REPROKIT_IMAGE"
 
@@ -80,24 +78,13 @@ def orphans(client: docker.DockerClient) -> tuple[list[Leftover], list[tuple[Lef
     return gone, kept
 
 
-def _interrupt_once() -> Callable[..., None]:
-    """A SIGTERM handler that raises KeyboardInterrupt once; a second SIGTERM must not cut the
-    teardown that the first one started."""
-    raised: list[bool] = []
-
-    def handler(*_: object) -> None:
-        if not raised:
-            raised.append(True)
-            raise KeyboardInterrupt
-    return handler
-
-
 class DockerBackend:
     """Roles as containers of the kit's image, on a bridge network of their own per run."""
 
     name = "docker"
     python = "python3"
     role_server = IMAGE_ROLE_SERVER
+    client_waits = False
 
     def __init__(self, settings: Any, image: str | None = None, *, client: docker.DockerClient | None = None,
                  probe_timeout_s: float | None = None, watchdog: Watchdog = Watchdog()) -> None:
@@ -156,9 +143,7 @@ class DockerBackend:
         """The runner over one container per role, on a network made for this run and removed
         after it. SIGTERM is turned into KeyboardInterrupt meanwhile, so that a `kill` cleans up too."""
         place = self.placement(Path(run_dir))
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGTERM, _interrupt_once()) if in_main_thread else None
-        try:
+        with sigterm_interrupts():
             network = self._create_network(place)
             self.networks.append(place.network)
             try:
@@ -167,9 +152,6 @@ class DockerBackend:
                                  watchdog=self.watchdog, progress=progress).run()
             finally:
                 left = self._remove_network(network, place)
-        finally:
-            if in_main_thread:
-                signal.signal(signal.SIGTERM, previous)
         if left:
             outcome.left += left
             outcome.ok = False

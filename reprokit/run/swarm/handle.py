@@ -1,0 +1,162 @@
+"""A role as a Swarm service: the Swarm backend's `RoleHandle`.
+
+The stack is deployed before the runner starts; `start` attaches to the role's service and
+streams its logs (from the beginning) into runs/<id>/<role>.log. A server counts as reachable
+once its log says it serves and a probe container on the stack's overlay network connects to
+it: from inside the overlay, as the other roles will. A service's one task ending, for any
+reason, ends the role; stopping a role removes its service (Swarm sends SIGTERM, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+
+import docker
+from reprokit.errors import DockerError
+from reprokit.names import log_path
+from reprokit.run.containers.handle import ENGINE_DOWN, SDK_ERRORS
+from reprokit.run.containers.specs import log_lines, probe_argv
+from reprokit.run.logfiles import LogPump, now_stamp, stamped
+from reprokit.run.roles import RoleSpec
+from reprokit.run.runner import signal_phrase
+from reprokit.run.swarm.stack import RUN_LABEL
+
+_ENDED = ("complete", "failed", "shutdown", "rejected", "orphaned", "remove")
+SERVING = "serving /job:"
+
+
+class ServiceHandle:
+    """One role as the service `<stack>_<hostname>` of the run's stack."""
+
+    pid: int | None = None  # not a process of this machine
+
+    def __init__(self, client: docker.DockerClient, role: RoleSpec, stack: str, run_dir: str | Path,
+                 image: str, python: str, run_id: str) -> None:
+        self.client, self.spec, self.stack = client, role, stack
+        self.name = f"{stack}_{role.hostname}"
+        self.image, self.python, self.run_id = image, python, run_id
+        self.service: Any = None
+        self.pump = LogPump(log_path(run_dir, role.name))
+        self.engine_error = ""
+        self.gone = False
+
+    def start(self) -> None:
+        try:
+            self.service = self.client.services.get(self.name)
+        except SDK_ERRORS as error:
+            raise DockerError(f"the stack {self.stack} has no service {self.name}: {error}",
+                              f"see `docker stack ps {self.stack} --no-trunc`") from error
+        self.pump.note(f"service {self.name} of stack {self.stack} (docker service logs {self.name})")
+        self.pump.start(self._lines())
+
+    def _lines(self) -> Iterator[str]:
+        try:
+            for frame in self.service.logs(stdout=True, stderr=True, follow=True, timestamps=True):
+                yield from log_lines(frame, now_stamp())
+        except SDK_ERRORS as error:
+            yield stamped(f"reprokit: the log stream ended early: {error}")
+
+    def task(self) -> dict[str, Any]:
+        """The service's newest task (its one replica), or {} when there is none yet."""
+        if self.service is None or self.gone:
+            return {}
+        try:
+            tasks = self.service.tasks()
+        except docker.errors.NotFound:
+            self.gone = True
+            return {}
+        except SDK_ERRORS as error:
+            self.engine_error = str(error)
+            return {}
+        return max(tasks, key=lambda t: t.get("CreatedAt", ""), default={})
+
+    def returncode(self) -> int | None:
+        status = self.task().get("Status", {})
+        if self.engine_error or self.gone:
+            return ENGINE_DOWN if self.engine_error else status.get("ContainerStatus", {}).get("ExitCode", 0)
+        if status.get("State") in _ENDED:
+            code = status.get("ContainerStatus", {}).get("ExitCode")
+            return ENGINE_DOWN if code is None else int(code)
+        return None
+
+    def unreachable(self) -> str:
+        assert self.spec.address is not None
+        try:
+            serving = SERVING in self.pump.path.read_text(errors="replace")
+        except OSError:
+            serving = False
+        if not serving:
+            status = self.task().get("Status", {})
+            why = f": {status['Err']}" if status.get("Err") else ""
+            return f"no '{SERVING}' line in its log yet (task {status.get('State', 'not scheduled')}{why})"
+        try:  # from inside the overlay: a throwaway container on the stack's network
+            self.client.containers.run(self.image, probe_argv(self.python, self.spec.address), remove=True,
+                                       network=f"{self.stack}_cluster", labels={RUN_LABEL: self.run_id},
+                                       read_only=True, cap_drop=["ALL"])
+        except docker.errors.ContainerError as error:
+            return f"serving, but not reachable on the overlay: {error.stderr!r}"
+        except SDK_ERRORS as error:
+            return str(error)
+        return ""
+
+    def cpu_seconds(self) -> float | None:
+        """From the task's container when it runs on this node; None elsewhere."""
+        container_id = self.task().get("Status", {}).get("ContainerStatus", {}).get("ContainerID")
+        if not container_id:
+            return None
+        try:
+            stats: dict = self.client.containers.get(container_id).stats(stream=False, one_shot=True)
+            used = stats["cpu_stats"]["cpu_usage"]["total_usage"]
+        except (*SDK_ERRORS, KeyError, TypeError):
+            return None
+        return used / 1e9 if used else None
+
+    def terminate(self) -> None:
+        if self.service is not None and not self.gone:
+            try:
+                self.service.remove()
+            except docker.errors.NotFound:
+                pass
+            except SDK_ERRORS as error:
+                self.engine_error = self.engine_error or str(error)
+            self.gone = True
+
+    def kill(self) -> None:
+        self.terminate()
+
+    def wait(self, timeout: float) -> int | None:
+        """Until the service's containers on this node are gone (Swarm removes them after the service)."""
+        deadline = time.monotonic() + timeout
+        filters = {"label": f"com.docker.swarm.service.name={self.name}"}
+        while time.monotonic() < deadline:
+            try:
+                if not self.client.containers.list(all=True, filters=filters):
+                    return 0
+            except SDK_ERRORS:
+                return ENGINE_DOWN
+            time.sleep(0.25)
+        return None
+
+    def death(self) -> str:
+        if self.engine_error:
+            return f"(service {self.name}) is lost: the Docker engine stopped answering ({self.engine_error})"
+        status = self.task().get("Status", {})
+        code = status.get("ContainerStatus", {}).get("ExitCode")
+        state = status.get("State", "gone")
+        if state == "rejected":
+            return f"(service {self.name}) was rejected by Swarm: {status.get('Err', '')}"
+        how = f"exited with code {code}{signal_phrase(code)}" if code is not None else f"ended ({state})"
+        return f"(service {self.name}) {how}"
+
+    def pump_error(self) -> str:
+        return self.pump.error
+
+    def release(self) -> list[str]:
+        self.terminate()
+        self.pump.join()
+        return [f"service {self.name} ({self.engine_error})"] if self.engine_error else []
