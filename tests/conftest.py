@@ -197,3 +197,18 @@ def wheels() -> WheelSet:
 def offline_image(docker_client: docker.DockerClient, offline_base: BaseImage, wheels: WheelSet) -> ImageInfo:
     """The kit's image on the offline base (minutes the first time, then found by its tag)."""
     return build_image(offline_base.tag, client=docker_client)
+
+
+@pytest.fixture(scope="session")
+def swarm(docker_client: docker.DockerClient) -> Iterator[docker.DockerClient]:
+    """The engine as a swarm manager: the swarm there is used as it is; where there is none, a
+    single-node one is made (advertised on 127.0.0.1 only) and left again at the end."""
+    state = (docker_client.info().get("Swarm") or {}).get("LocalNodeState")
+    made = state == "inactive"
+    if made:
+        docker_client.swarm.init(advertise_addr="127.0.0.1", listen_addr="127.0.0.1:2377")
+    elif state != "active":
+        pytest.fail(f"the engine's swarm is {state!r}: neither active nor inactive")
+    yield docker_client
+    if made:
+        docker_client.swarm.leave(force=True)

@@ -44,6 +44,7 @@ class ServiceHandle:
         self.pump = LogPump(log_path(run_dir, role.name))
         self.engine_error = ""
         self.gone = False
+        self.last: dict[str, Any] = {}  # the task's status when last seen: death() is asked after teardown
 
     def start(self) -> None:
         try:
@@ -73,7 +74,10 @@ class ServiceHandle:
         except SDK_ERRORS as error:
             self.engine_error = str(error)
             return {}
-        return max(tasks, key=lambda t: t.get("CreatedAt", ""), default={})
+        newest = max(tasks, key=lambda t: t.get("CreatedAt", ""), default={})
+        if newest:
+            self.last = newest.get("Status", {})
+        return newest
 
     def returncode(self) -> int | None:
         status = self.task().get("Status", {})
@@ -145,7 +149,7 @@ class ServiceHandle:
     def death(self) -> str:
         if self.engine_error:
             return f"(service {self.name}) is lost: the Docker engine stopped answering ({self.engine_error})"
-        status = self.task().get("Status", {})
+        status = self.task().get("Status") or self.last
         code = status.get("ContainerStatus", {}).get("ExitCode")
         state = status.get("State", "gone")
         if state == "rejected":

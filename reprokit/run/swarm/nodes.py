@@ -19,7 +19,6 @@ import docker
 from reprokit import commands
 from reprokit.errors import DockerError
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
-from reprokit.run.roles import RoleSpec
 from reprokit.run.swarm.stack import StackSpec
 
 CHECK_S = 120.0
@@ -30,12 +29,23 @@ def ready_nodes(client: docker.DockerClient) -> list[dict[str, Any]]:
             if n.attrs["Status"]["State"] == "ready" and n.attrs["Spec"].get("Availability") == "active"]
 
 
-def require_image_on_nodes(client: docker.DockerClient, image: str, roles: list[RoleSpec], spec: StackSpec,
+def require_image_on_nodes(client: docker.DockerClient, image: str, spec: StackSpec,
                            echo: commands.Echo = commands.silent) -> None:
     """A DockerError naming every node that lacks the image or a folder, before anything is deployed."""
-    nodes = ready_nodes(client)
-    if len(nodes) <= 1:
+    if len(ready_nodes(client)) <= 1:
         return  # this node: the image was found here, and the folders are this run's own
+    lacking = {host: why for host, why in node_verdicts(client, image, spec, echo).items() if why}
+    if lacking:
+        raise DockerError("nothing was deployed: " + "; ".join(f"node {h}: {w}" for h, w in lacking.items()),
+                          f"load the image on each (`docker save {image} | ssh NODE docker load`) and make the "
+                          f"folders {', '.join(m['bind'] for m in spec.mounts.values())} exist there "
+                          "(a shared file system, or copies at the same paths)")
+
+
+def node_verdicts(client: docker.DockerClient, image: str, spec: StackSpec,
+                  echo: commands.Echo = commands.silent) -> dict[str, str]:
+    """Node hostname -> '' when a task of ``image`` with the run's mounts ran there, else why not."""
+    nodes = ready_nodes(client)
     name = f"reprokit-check-{secrets.token_hex(3)}"
     mounts = [Mount(m["bind"], path, type="bind", read_only=True) for path, m in spec.mounts.items()]
     echo(f"checking {len(nodes)} nodes for {image} and the run's folders ({name})")
@@ -43,15 +53,9 @@ def require_image_on_nodes(client: docker.DockerClient, image: str, roles: list[
                                    restart_policy=RestartPolicy("none"),
                                    labels={RUN_LABEL: spec.run_id, OWNER_LABEL: spec.owner})
     try:
-        verdicts = _await(check, {n["ID"]: n["Description"]["Hostname"] for n in nodes})
+        return _await(check, {n["ID"]: n["Description"]["Hostname"] for n in nodes})
     finally:
         check.remove()
-    lacking = {host: why for host, why in verdicts.items() if why}
-    if lacking:
-        raise DockerError("nothing was deployed: " + "; ".join(f"node {h}: {w}" for h, w in lacking.items()),
-                          f"load the image on each (`docker save {image} | ssh NODE docker load`) and make the "
-                          f"folders {', '.join(m['bind'] for m in spec.mounts.values())} exist there "
-                          "(a shared file system, or copies at the same paths)")
 
 
 def _await(check: Any, hosts: dict[str, str]) -> dict[str, str]:

@@ -8,9 +8,10 @@ The stack file is a product: the kit writes the one it deploys into the run fold
   tf_worker_1, ..., tf_client), on an overlay network of the stack's own: `internal` (no route
   out) and `attachable` (the kit probes the servers from a container on it). No port is published.
 - Swarm services have no `--cpuset-cpus`. Each role gets a CPU limit of as many CPUs as its
-  layout's set has (the kernel's CFS quota enforces it), and a role whose CPUs no other role
-  shares (a worker in the `spread` layout) also reserves them, so that the scheduler does not put
-  two such roles on one CPU's worth of a node. Within a node the role may run on any CPU.
+  layout's set has (the kernel's CFS quota enforces it), and a role that does not share its CPUs
+  with the roles inside them (a worker of the `spread` layout, not the ps or client around them)
+  also reserves them, so that the scheduler does not put two workers on one CPU's worth of a
+  node. Within a node the role may run on any CPU.
 - Placement: a role may be pinned to a node (`node.hostname == NAME`, or any constraint a
   person writes, e.g. `node.labels.zone == a`); without one, Swarm places it.
 - A task that ends is not restarted (`condition: none`): a dead worker fails the run, as in the
@@ -115,7 +116,10 @@ def stack_file(roles: list[RoleSpec], spec: StackSpec) -> dict[str, Any]:
 
 
 def _shares(role: RoleSpec, roles: list[RoleSpec]) -> bool:
-    return any(other is not role and cpu_set(other.cpus) & cpu_set(role.cpus) for other in roles)
+    """Whether another role's CPUs all lie within this one's: then this one shares them (the ps
+    and the client of the spread layout, every role of the article layout) and reserves none."""
+    mine = cpu_set(role.cpus)
+    return any(other is not role and cpu_set(other.cpus) and cpu_set(other.cpus) <= mine for other in roles)
 
 
 def dump(document: dict[str, Any], comment: str = "") -> str:
