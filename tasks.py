@@ -115,13 +115,14 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
             "isolation": "local backend: auto or netns (a private network namespace, or an error saying how to "
                          "get one), none (the host network: every interface, unauthenticated)",
             "run_id": "name of the run folder (must not exist yet)",
-            "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)"})
+            "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)",
+            "program": "article (default: the article's two trainers) or lesson (the lesson patch's)"})
 def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, source=None,
-              backend=None, isolation=None, run_id=None, tuning=None, link=None, cluster=None):
+              backend=None, isolation=None, run_id=None, tuning=None, link=None, cluster=None, program=None):
     """The whole experiment: patches, data, standalone, cluster, check, report; ends in PASS/FAIL."""
     request = Request(steps=steps, quick=quick, workers=workers, layout=layout, cpus=cpus or "", source=source,
                       backend=backend, isolation=isolation, run_id=run_id, tuning=tuning, link=link or "none",
-                      cluster_file=cluster)
+                      cluster_file=cluster, program=program)
     _passed(_run(views.reproduce, c, request), "reproduce")
 
 

@@ -19,8 +19,8 @@ from tests.support.cli import invoke
 
 ROOT = REPO
 TRAINER = "cifar10_multi_gpu_train.py"
-ALL_FILES = "cifar10.py, cifar10_cluster_train.py, cifar10_input.py, cifar10_multi_gpu_train.py, " \
-            "cifar10_standalone_train.py"
+ALL_FILES = "cifar10.py, cifar10_cluster_train.py, cifar10_input.py, cifar10_lesson_cluster_train.py, " \
+            "cifar10_lesson_standalone_train.py, cifar10_multi_gpu_train.py, cifar10_standalone_train.py"
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -45,8 +45,8 @@ def test_verify_passes_on_a_fresh_copy_of_the_kit(cli_kit):
     result = invoke(cli_kit, "verify")
     assert (0, "") == (result.returncode, result.stderr)
     lines = result.stdout.splitlines()
-    assert 10 == sum(l.startswith("ok  ") for l in lines)
-    assert "verify: PASS (0 of 10 checks failed)" == lines[-1]
+    assert 16 == sum(l.startswith("ok  ") for l in lines)
+    assert "verify: PASS (0 of 16 checks failed)" == lines[-1]
     assert not (cli_kit / "build").exists()
 
 
@@ -62,11 +62,13 @@ def test_verify_fails_with_a_fail_line_naming_a_drifted_upstream_file(cli_kit):
 
 
 def test_verify_fails_naming_hunk_and_line_when_a_context_line_changed(cli_kit, record_sums):
-    """An edited (and re-recorded) line 50: both strict FAIL lines name their hunk 1 and line 50."""
+    """An edited (and re-recorded) line 50: both article strict FAIL lines name their hunk 1 and
+    line 50; the lesson's, stacked on them, say their source cannot be made."""
     _edit_line_50(cli_kit, record_sums)
     result = invoke(cli_kit, "verify")
     assert 1 == result.returncode
-    standalone, cluster = [l for l in result.stdout.splitlines() if re.match(r"FAIL\s+strict ", l)]
+    standalone, cluster, *lesson = [l for l in result.stdout.splitlines() if re.match(r"FAIL\s+strict ", l)]
+    assert 2 == len(lesson) and all("cannot be made" in line for line in lesson)
     assert "cifar10_standalone_train.patch: hunk 1 (@@ -48,7 @@) does not match " \
            "cifar10_multi_gpu_train.py at line 50" in standalone
     assert "cifar10_cluster_train.patch: hunk 1 (@@ -44,14 @@) does not match " \
@@ -256,20 +258,25 @@ def test_explain_patches_normal_prints_each_diff_at_the_articles_positions(cli_k
     result = invoke(cli_kit, "explain-patches", "--normal")
     assert (0, "") == (result.returncode, result.stderr)
     sections = result.stdout.split("$ diff ")[1:]
-    assert [f"upstream/{TRAINER} cifar10_standalone_train.py", f"upstream/{TRAINER} cifar10_cluster_train.py"] == [
-        s.splitlines()[0] for s in sections]
+    assert [f"upstream/{TRAINER} cifar10_standalone_train.py", f"upstream/{TRAINER} cifar10_cluster_train.py",
+            "cifar10_standalone_train.py cifar10_lesson_standalone_train.py",
+            "cifar10_cluster_train.py cifar10_lesson_cluster_train.py"] == [s.splitlines()[0] for s in sections]
     positions = [[l for l in s.splitlines()[1:] if re.fullmatch(r"\d+(,\d+)?[acd]\d+(,\d+)?", l)] for s in sections]
     assert [["51c51"], ["46a47", "51c52", "53,54c54,55", "124c125", "145,146c146,147", "190,192c191", "204c203",
-                        "206c205"]] == positions
+                        "206c205"]] == positions[:2]  # the article's positions, unchanged by the lesson
 
 
 def test_explain_patches_normal_prints_the_same_diff_as_teaching_normal_diff(cli_kit):
     """The task's output is the header line, then teaching.normal_diff, then a blank line, per patch."""
     files = workspace.expected_files(cli_kit / "upstream", cli_kit / "patches")
-    before = read_lines(cli_kit / "upstream" / TRAINER)
+    pairs = [(f"upstream/{TRAINER}", TRAINER, "cifar10_standalone_train.py"),
+             (f"upstream/{TRAINER}", TRAINER, "cifar10_cluster_train.py"),
+             ("cifar10_standalone_train.py", "cifar10_standalone_train.py", "cifar10_lesson_standalone_train.py"),
+             ("cifar10_cluster_train.py", "cifar10_cluster_train.py", "cifar10_lesson_cluster_train.py")]
     expected = "".join(
-        f"$ diff upstream/{TRAINER} {target}\n{teaching.normal_diff(before, files[target].splitlines())}\n"
-        for target in ("cifar10_standalone_train.py", "cifar10_cluster_train.py"))
+        f"$ diff {shown} {target}\n"
+        f"{teaching.normal_diff(files[source].splitlines(), files[target].splitlines())}\n"
+        for shown, source, target in pairs)
     assert expected == invoke(cli_kit, "explain-patches", "--normal").stdout
 
 

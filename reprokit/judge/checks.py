@@ -35,8 +35,9 @@ def check_logs(
     scope: set[str],
     *,
     sources: Sequence[Path] | None = None,
+    program: str = "article",
 ) -> list[Verdict]:
-    """Check every rule for ``mode`` whose scope is in ``scope``; one verdict per rule.
+    """Check every rule for ``mode`` and ``program`` whose scope is in ``scope``; one verdict per rule.
 
     Give the trainer's records: ``standalone.log``, or the cluster's ``client.log``.
     ``sources`` names the files searched, for the messages about missing lines; by default,
@@ -48,7 +49,8 @@ def check_logs(
         raise RulesError(f"scope must be a non-empty subset of {SCOPES}, got {sorted(scope)}")
     files = list(sources) if sources is not None else list(dict.fromkeys(r.path for r in records))
     return [_Checker(rule, mode, records, context, files).verdict()
-            for rule in rules if mode in rule.applies_to and rule.scope in scope]
+            for rule in rules if mode in rule.applies_to and rule.scope in scope
+            and (not rule.programs or program in rule.programs)]
 
 
 def summarize(verdicts: Sequence[Verdict], max_evidence: int = 10) -> Summary:

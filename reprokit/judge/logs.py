@@ -39,7 +39,9 @@ _STEP = re.compile(
     rf"step (?P<step>\d+), loss = (?P<loss>{_NUMBER}) "
     rf"\((?P<eps>{_NUMBER}) examples/sec; (?P<spb>{_NUMBER}) sec/batch\)\s*$"
 )
-_FILLING = re.compile(r"^Filling queue with \d+ CIFAR images before starting to train\.")
+# The input fill announcement: the tutorial's queue, or the lesson's shuffle buffer.
+_FILLING = re.compile(r"^Filling (?:queue with \d+ CIFAR images|shuffle buffer with \d+ CIFAR records) before "
+                      r"starting to train\.")
 
 
 class LogError(KitError):

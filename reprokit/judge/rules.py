@@ -94,6 +94,7 @@ class Rule:
     scope: str
     check: Check
     severity: str = "error"  # "warning": reported, but does not fail the verdict
+    programs: tuple[str, ...] = ()  # the programs whose logs it describes; () for every program
 
 
 class Evidence(NamedTuple):
@@ -132,7 +133,7 @@ class Summary:
 # --- loading -------------------------------------------------------------------------------
 
 _COMMON = ("name", "description", "applies_to", "scope")
-_OPTIONAL_COMMON = ("severity",)
+_OPTIONAL_COMMON = ("severity", "programs")
 SEVERITIES = ("error", "warning")
 _KINDS: dict[str, tuple[set[str], set[str]]] = {  # kind -> (required, optional) sub-keys
     "pattern": (set(), set()),  # a string, not a mapping; its companions are below
@@ -200,7 +201,11 @@ class _Reader:
         severity = entry.get("severity", "error")
         if severity not in SEVERITIES:
             self.fail(f"'severity' must be one of {SEVERITIES}, got {severity!r}")
-        return Rule(name, description.strip(), tuple(modes), scope, self.check(kinds[0], entry), severity)
+        programs = entry.get("programs", [])
+        if not isinstance(programs, list) or not all(isinstance(p, str) and p.isidentifier() for p in programs):
+            self.fail(f"'programs' must list program names (patches/series: article, lesson), got {programs!r}")
+        return Rule(name, description.strip(), tuple(modes), scope, self.check(kinds[0], entry), severity,
+                    tuple(programs))
 
     def check(self, kind: str, entry: dict[str, Any]) -> Check:
         if kind == "pattern":

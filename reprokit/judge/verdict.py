@@ -39,7 +39,7 @@ def judge_run(run_dir: Path, rules_path: Path) -> Judgement:
         records[mode] = parse_log(path, MAIN_ROLE[mode]) if path.is_file() else []
         context = ruleslib.run_context(mode, run.steps, run.workers)
         verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
-                                        sources=[path])
+                                      sources=[path], program=run.program)
     speed, error = None, ""
     if {"standalone", "cluster"} <= set(records):
         try:

@@ -15,9 +15,11 @@ from reprokit import PACKAGE_PARENT
 from reprokit.names import CLIENT, PS, STANDALONE, hostname, server_name, worker
 from reprokit.run.cluster import Cluster
 
-# The programs a run can train: the article's two trainers, and the lesson's (patches/series).
+# The programs a run can train (patches/series): the article's two trainers, and the lesson's,
+# stacked on them, whose standalone trainer is its cluster trainer's fair baseline.
 PROGRAMS: dict[str, dict[str, str]] = {
     "article": {"standalone": "cifar10_standalone_train.py", "cluster": "cifar10_cluster_train.py"},
+    "lesson": {"standalone": "cifar10_lesson_standalone_train.py", "cluster": "cifar10_lesson_cluster_train.py"},
 }
 # Unbuffered output: the kit follows the step lines while a run is going.
 BASE_ENV = {"PYTHONUNBUFFERED": "1"}

@@ -37,6 +37,15 @@ class Patch:
     def summary(self) -> str:
         return self.fields["Description"].splitlines()[0]
 
+    def ablation(self) -> dict[str, list[int]]:
+        """Named changes for an ablation: `Ablation-<name>: 1 2 4` fields, hunk numbers from 1."""
+        groups = {k[len("Ablation-"):]: v for k, v in self.fields.items() if k.startswith("Ablation-")}
+        try:
+            return {name: [int(n) for n in hunks.split()] for name, hunks in groups.items()}
+        except ValueError:
+            raise PatchError(f"{self.path}: an Ablation- field lists something other than hunk numbers: {groups}",
+                             "write them like `Ablation-input-pipeline: 1 2 4`", patch=self.name) from None
+
     def changes_why(self) -> dict[str, str]:
         """The per-change reasons: `Change-46a47: ...` fields keyed by '46a47'."""
         return {k[len("Change-"):]: v for k, v in self.fields.items() if k.startswith("Change-")}
@@ -235,14 +244,15 @@ def problems(patch: Patch, source: list[str]) -> list[PatchError]:
     return errors
 
 
-def apply(patch: Patch, source: list[str]) -> list[str]:
-    """The patched lines; raises 'already applied' or the first mismatch (all via `problems`)."""
+def apply(patch: Patch, source: list[str], hunks: list[int] | None = None) -> list[str]:
+    """The patched lines; raises 'already applied' or the first mismatch (all via `problems`).
+    With ``hunks`` (numbers from 1), only those hunks: one change of an ablation."""
     errors = problems(patch, source)
     if errors:
         raise errors[0]
     result: list[str] = []
     cursor = 0  # lines of `source` consumed so far
-    for hunk in patch.hunks:
+    for hunk in (h for n, h in enumerate(patch.hunks, start=1) if hunks is None or n in hunks):
         start = hunk.source_start - 1 if hunk.source_length else hunk.source_start
         result.extend(source[cursor:start])
         result.extend(_side(hunk, "+"))

@@ -9,7 +9,7 @@ from reprokit.judge.verdict import judge_article
 from reprokit.settings import Settings
 from reprokit.sources import patches as patchlib
 from reprokit.sources import workspace
-from reprokit.sources.upstream import check_upstream, read_lines
+from reprokit.sources.upstream import check_upstream
 
 
 @dataclass(frozen=True)
@@ -49,9 +49,10 @@ def _patch_checks(settings: Settings) -> list[Check]:
             f"parse {patch.name}", True,
             f"{patch.source_name} -> {patch.target_name}: {len(patch.hunks)} hunks, "
             f"+{patch.added} -{patch.removed}; {patch.summary}"))
-        source = settings.upstream_dir / patch.source_name
-        errors = patchlib.problems(patch, read_lines(source)) if source.is_file() else [
-            KitError(f"{patch.source_name} is missing from upstream/")]
+        source = workspace.source_lines(settings.upstream_dir, settings.patches_dir, patch)
+        errors = patchlib.problems(patch, source) if source is not None else [
+            KitError(f"its source {patch.source_name} cannot be made: it is not in upstream/, and the earlier "
+                     "patch that makes it is missing or does not apply (see its line above)")]
         checks.append(Check(
             f"strict {patch.name}", not errors,
             "every hunk's context and removed lines match at the stated lines (no fuzz, no offset)"

@@ -27,8 +27,10 @@ SAMPLES = ALL_SAMPLES
 LOGS = SAMPLES / "logs"
 BOTH = {"format", "run"}
 
-# Good samples: (file, mode, max_steps). Each passes every rule, format and run scope.
-GOOD_RUNS = [("standalone_run.log", "standalone", 30), ("cluster_run.log", "cluster", 60)]
+# Good samples: (file, mode, max_steps, program). Each passes every rule of its program, both scopes.
+GOOD_RUNS = [("standalone_run.log", "standalone", 30, "article"), ("cluster_run.log", "cluster", 60, "article"),
+             ("lesson_standalone_run.log", "standalone", 51, "lesson"),
+             ("lesson_cluster_run.log", "cluster", 51, "lesson")]
 
 # Bad samples: (file, mode, max_steps, scope, the rules that fail, and nothing else).
 BAD = [
@@ -51,11 +53,21 @@ BAD = [
     ("stalled_step.log", "standalone", 30, BOTH, {"examples_per_sec_positive"}),
     ("zero_sec_per_batch.log", "standalone", 30, BOTH, {"sec_per_batch_positive"}),
     ("traceback_after_last_step.log", "standalone", 30, BOTH, {"no_python_traceback"}),
+    ("lesson_buffer_once_on_cluster.log", "cluster", 51, BOTH, {"filling_shuffle_buffer_once_per_tower"}, "lesson"),
+    ("lesson_step_before_buffer.log", "standalone", 51, BOTH, {"filling_shuffle_buffer_before_first_step"},
+     "lesson"),
+    ("lesson_with_queue.log", "standalone", 51, BOTH, {"no_queue_in_the_lesson"}, "lesson"),
 ]
+LESSON_RULES = {"filling_shuffle_buffer_once_per_tower", "filling_shuffle_buffer_before_first_step",
+                "no_queue_in_the_lesson"}
+ARTICLE_ONLY = {"filling_queue_once_per_tower", "filling_queue_before_first_step"}
 
 RULE_NAMES = [
     "filling_queue_once_per_tower",
     "filling_queue_before_first_step",
+    "filling_shuffle_buffer_once_per_tower",
+    "filling_shuffle_buffer_before_first_step",
+    "no_queue_in_the_lesson",
     "step_lines_well_formed",
     "step_lines_timestamped",
     "steps_every_ten_from_zero",
@@ -102,35 +114,38 @@ def test_the_article_logs_pass_every_format_rule(rules: list[Rule], mode: str) -
     assert "PASS" == summarize(verdicts).lines[-1]
 
 
-@pytest.mark.parametrize("name, mode, max_steps", GOOD_RUNS)
+@pytest.mark.parametrize("name, mode, max_steps, program", GOOD_RUNS)
 def test_a_good_run_passes_every_format_and_run_rule(
-    rules: list[Rule], name: str, mode: str, max_steps: int
+    rules: list[Rule], name: str, mode: str, max_steps: int, program: str
 ) -> None:
-    """A finished run that logged every tenth step up to its last passes all eleven rules."""
-    verdicts = check_logs(mode, trainer_log(name, mode), rules, run_context(mode, max_steps), BOTH)
+    """A finished run that logged every tenth step up to its last passes all the rules of its
+    program: the article's announce a queue, the lesson's a shuffle buffer."""
+    verdicts = check_logs(mode, trainer_log(name, mode), rules, run_context(mode, max_steps), BOTH, program=program)
     assert set() == failed(verdicts)
-    assert RULE_NAMES == [v.rule for v in verdicts]
+    skipped = LESSON_RULES if program == "article" else ARTICLE_ONLY
+    assert [n for n in RULE_NAMES if n not in skipped] == [v.rule for v in verdicts]
 
 
-@pytest.mark.parametrize("name, mode, max_steps, scope, expected", BAD)
+@pytest.mark.parametrize("name, mode, max_steps, scope, expected, program",
+                         [(*case, "article")[:6] for case in BAD])
 def test_a_bad_sample_fails_exactly_the_rules_it_breaks(
-    rules: list[Rule], name: str, mode: str, max_steps: int, scope: set[str], expected: set[str]
+    rules: list[Rule], name: str, mode: str, max_steps: int, scope: set[str], expected: set[str], program: str
 ) -> None:
     """Each bad sample breaks one thing and is caught by the rule that checks it."""
-    verdicts = check_logs(mode, trainer_log(name, mode), rules, run_context(mode, max_steps), scope)
+    verdicts = check_logs(mode, trainer_log(name, mode), rules, run_context(mode, max_steps), scope, program=program)
     assert expected == failed(verdicts)
 
 
 def test_every_rule_has_a_bad_sample() -> None:
     """No rule goes untested: some bad sample makes each one fail."""
-    assert set(RULE_NAMES) == set().union(*(expected for *_, expected in BAD))
+    assert set(RULE_NAMES) == set().union(*(case[4] for case in BAD))
 
 
 def test_every_failure_carries_evidence_with_a_file(rules: list[Rule]) -> None:
     """Each failing verdict of each bad sample names at least one file, line or text."""
-    for name, mode, max_steps, scope, _ in BAD:
+    for name, mode, max_steps, scope, _, program in [(*case, "article")[:6] for case in BAD]:
         verdicts = check_logs(mode, trainer_log(name, mode), rules,
-                              run_context(mode, max_steps), scope)
+                              run_context(mode, max_steps), scope, program=program)
         for v in verdicts:
             if not v.passed:
                 assert v.evidence, f"{name}: {v.rule} failed without evidence"

@@ -11,12 +11,20 @@ import pytest
 from reprokit.errors import PatchError
 from reprokit.sources import patches as patchlib
 from reprokit.sources.upstream import read_lines
+from reprokit.sources.workspace import expected_files
 from tests.support import REPO
 
 ROOT = REPO
 UPSTREAM = ROOT / "upstream"
 PATCHES = ROOT / "patches"
 TRAINER = "cifar10_multi_gpu_train.py"
+SERIES = [str(p.relative_to(PATCHES)) for p in patchlib.read_series(PATCHES)]
+LESSON = [name for name in SERIES if name.startswith("lesson/")]
+
+
+def source_text(patch: patchlib.Patch) -> str:
+    """What a patch applies to: upstream's file, or the trainer an earlier patch made."""
+    return expected_files(UPSTREAM, PATCHES)[patch.source_name]
 
 
 def parse_error(path: Path) -> PatchError:
@@ -31,10 +39,12 @@ def real(name: str) -> patchlib.Patch:
 
 # The real patches
 
-def test_series_lists_the_standalone_patch_then_the_cluster_patch():
-    """patches/series gives the order: standalone first, then cluster."""
-    expected = ["cifar10_standalone_train.patch", "cifar10_cluster_train.patch"]
-    assert expected == [p.name for p in patchlib.read_series(PATCHES)]
+def test_series_lists_the_articles_patches_then_the_lessons_apart():
+    """patches/series gives the order: the article's standalone and cluster patches, then the
+    lesson's, in a folder of their own, each stacked on the article's trainer of its mode."""
+    assert ["cifar10_standalone_train.patch", "cifar10_cluster_train.patch",
+            "lesson/cifar10_lesson_standalone_train.patch", "lesson/cifar10_lesson_cluster_train.patch"] == SERIES
+    assert ["cifar10_standalone_train.py", "cifar10_cluster_train.py"] == [real(n).source_name for n in LESSON]
 
 
 def test_standalone_patch_turns_the_trainer_into_the_standalone_trainer_in_one_hunk():
@@ -51,13 +61,24 @@ def test_cluster_patch_turns_the_trainer_into_the_cluster_trainer_in_five_hunks(
     assert (5, 10, 11) == (len(patch.hunks), patch.added, patch.removed)
 
 
-@pytest.mark.parametrize("name", [p.name for p in patchlib.read_series(PATCHES)])
+@pytest.mark.parametrize("name", SERIES)
 def test_every_real_patch_has_a_complete_dep3_header(name):
-    """Each patch carries every DEP-3 field the kit requires, and is not forwarded upstream."""
+    """Each patch carries every DEP-3 field the kit requires, and is not forwarded upstream; the
+    lesson's say in their first line that they are the lesson, not the article's."""
     patch = real(name)
     assert [] == [f for f in patchlib.REQUIRED_FIELDS if not patch.fields.get(f)]
     assert "not-needed" == patch.fields["Forwarded"]
-    assert patch.summary.startswith("The article's ")
+    assert patch.summary.startswith("The lesson" if name in LESSON else "The article's ")
+
+
+@pytest.mark.parametrize("name", LESSON)
+def test_the_lessons_changes_are_named_groups_of_hunks_for_the_ablation(name):
+    """Ablation- fields name each change by its hunks; together they cover every hunk once."""
+    patch = real(name)
+    groups = patch.ablation()
+    assert "input-pipeline" in groups
+    hunks = sorted(n for numbers in groups.values() for n in numbers)
+    assert list(range(1, len(patch.hunks) + 1)) == hunks
 
 
 def test_a_change_field_is_keyed_by_its_normal_diff_position():
@@ -92,27 +113,28 @@ def _tool(name: str) -> str:
     return path
 
 
-@pytest.mark.parametrize("name", [p.name for p in patchlib.read_series(PATCHES)])
+@pytest.mark.parametrize("name", SERIES)
 def test_git_apply_check_accepts_every_real_patch(name, tmp_path):
-    """`git apply --check` accepts each patch against the upstream trainer (named as its target)."""
+    """`git apply --check` accepts each patch against the file it applies to (named as its target)."""
     patch = real(name)
     # A traditional diff that renames is applied by git to its target name.
-    shutil.copy(UPSTREAM / patch.source_name, tmp_path / patch.target_name)
+    (tmp_path / patch.target_name).write_text(source_text(patch))
     result = subprocess.run([_tool("git"), "apply", "--check", "-v", str(patch.path)],
                             cwd=tmp_path, capture_output=True, text=True)
     assert 0 == result.returncode, result.stderr
 
 
-@pytest.mark.parametrize("name", [p.name for p in patchlib.read_series(PATCHES)])
+@pytest.mark.parametrize("name", SERIES)
 def test_gnu_patch_dry_run_accepts_every_real_patch_without_fuzz_or_offset(name, tmp_path):
     """`patch --dry-run -F0 FILE PATCH` applies each patch with no fuzz and no offset."""
-    source = tmp_path / TRAINER
-    shutil.copy(UPSTREAM / TRAINER, source)
+    patch = real(name)
+    source = tmp_path / patch.source_name
+    source.write_text(source_text(patch))
     result = subprocess.run([_tool("patch"), "--dry-run", "-F0", str(source), str(PATCHES / name)],
                             capture_output=True, text=True)
     assert 0 == result.returncode, result.stdout + result.stderr
     assert "offset" not in result.stdout and "fuzz" not in result.stdout, result.stdout
-    assert (UPSTREAM / TRAINER).read_bytes() == source.read_bytes()
+    assert source_text(patch) == source.read_text()
 
 
 # Malformed patches: each sample has one fault, and the message names it and says what to do

@@ -9,14 +9,13 @@ import pytest
 
 from reprokit.sources import patches as patchlib
 from reprokit.sources import teaching, workspace
-from reprokit.sources.upstream import read_lines
 from tests.support import REPO
 
 ROOT = REPO
 UPSTREAM = ROOT / "upstream"
 PATCHES = ROOT / "patches"
 TRAINER = "cifar10_multi_gpu_train.py"
-SERIES = [p.name for p in patchlib.read_series(PATCHES)]
+SERIES = [str(p.relative_to(PATCHES)) for p in patchlib.read_series(PATCHES)]
 
 # The article's two listings, as it prints them (section 3 of the article; see
 # ../shared/spec/article.md for the table of the same hunks and their reasons).
@@ -75,6 +74,10 @@ POSITIONS = {
     "cifar10_standalone_train.patch": ["51c51"],
     "cifar10_cluster_train.patch": ["46a47", "51c52", "53,54c54,55", "124c125", "145,146c146,147",
                                     "190,192c191", "204c203", "206c205"],
+    # The lesson's, against the article's trainers it is stacked on.
+    "lesson/cifar10_lesson_standalone_train.patch": ["58a59,103", "63c108", "71,72c116,117", "194,195d238"],
+    "lesson/cifar10_lesson_cluster_train.patch": ["59a60,104", "64c109", "72,73c117,118", "147c192,195",
+                                                  "193,194d240"],
 }
 
 
@@ -84,13 +87,15 @@ def generated() -> dict[str, str]:
 
 
 def before_after(name: str, generated: dict[str, str]) -> tuple[patchlib.Patch, list[str], list[str]]:
+    """A patch, the file it applies to (upstream's, or an earlier patch's), and its result."""
     patch = patchlib.parse_patch(PATCHES / name)
-    return patch, read_lines(UPSTREAM / patch.source_name), generated[patch.target_name].splitlines()
+    return patch, generated[patch.source_name].splitlines(), generated[patch.target_name].splitlines()
 
 
 @pytest.mark.parametrize("name", SERIES)
-def test_each_patched_trainer_differs_from_upstream_at_the_articles_hunk_positions(name, generated):
-    """diff upstream/cifar10_multi_gpu_train.py <patched> names exactly the article's blocks, in order."""
+def test_each_patched_trainer_differs_from_its_source_at_the_stated_positions(name, generated):
+    """diff upstream/cifar10_multi_gpu_train.py <patched> names exactly the article's blocks, in
+    order; the lesson's diffs against the article's trainers name theirs."""
     _, before, after = before_after(name, generated)
     assert POSITIONS[name] == [block for block, _, _ in teaching.normal_blocks(before, after)]
 
@@ -120,14 +125,16 @@ def test_the_cluster_patch_header_documents_the_environment_difference():
 
 @pytest.mark.parametrize("name", SERIES)
 def test_normal_diff_prints_what_the_diff_program_prints(name, generated, tmp_path):
-    """teaching.normal_diff equals `diff upstream/<source> <patched>` (exit 1: the files differ)."""
+    """teaching.normal_diff equals `diff <source> <patched>` (exit 1: the files differ)."""
     tool = shutil.which("diff")
     if tool is None:
         pytest.skip("`diff` is not installed: cannot cross-check normal_diff with it")
     patch, before, after = before_after(name, generated)
-    target = tmp_path / patch.target_name
+    source, target = tmp_path / "source" / patch.source_name, tmp_path / patch.target_name
+    source.parent.mkdir()
+    source.write_text(generated[patch.source_name])
     target.write_text(generated[patch.target_name])
-    result = subprocess.run([tool, str(UPSTREAM / patch.source_name), str(target)], capture_output=True, text=True)
+    result = subprocess.run([tool, str(source), str(target)], capture_output=True, text=True)
     assert (1, "") == (result.returncode, result.stderr)
     assert result.stdout == teaching.normal_diff(before, after)
 
@@ -173,7 +180,7 @@ def test_the_teaching_view_explains_every_hunk_and_every_change(name, generated)
     """explain() titles the patch and each hunk, and gives each change its why, never the fallback."""
     patch, before, after = before_after(name, generated)
     view = teaching.explain(patch, before, after)
-    assert view.startswith(f"== {name}: {patch.summary}\n")
+    assert view.startswith(f"== {patch.name}: {patch.summary}\n")
     assert "(no Change- field explains this change)" not in view
     hunks = len(patch.hunks)
     titles = [l.split("  ")[0] for l in view.splitlines() if l.startswith("-- hunk")]

@@ -16,7 +16,10 @@ CHECK_NAMES = [
     "upstream/cifar10_input.py", "upstream/cifar10.py", f"upstream/{TRAINER}",
     "parse cifar10_standalone_train.patch", "strict cifar10_standalone_train.patch",
     "parse cifar10_cluster_train.patch", "strict cifar10_cluster_train.patch",
+    "parse cifar10_lesson_standalone_train.patch", "strict cifar10_lesson_standalone_train.patch",
+    "parse cifar10_lesson_cluster_train.patch", "strict cifar10_lesson_cluster_train.patch",
     "state cifar10_standalone_train.patch", "state cifar10_cluster_train.patch",
+    "state cifar10_lesson_standalone_train.patch", "state cifar10_lesson_cluster_train.patch",
     "expected_logs",
 ]
 
@@ -50,11 +53,12 @@ def test_verify_changes_nothing(kit, settings_for):
 
 
 def test_the_state_checks_say_applied_after_apply(kit, settings_for):
-    """After an apply both patches' states are 'applied'."""
+    """After an apply every patch's state is 'applied'."""
     s = settings_for(kit)
     workspace.apply_all(s.upstream_dir, s.patches_dir, s.sources_dir)
     states = [c.detail for c in run_checks(s) if c.name.startswith("state ")]
-    assert ["applied (patched/cifar10_standalone_train.py)", "applied (patched/cifar10_cluster_train.py)"] == states
+    assert [f"applied (patched/{name})" for name in ("cifar10_standalone_train.py", "cifar10_cluster_train.py",
+            "cifar10_lesson_standalone_train.py", "cifar10_lesson_cluster_train.py")] == states
 
 
 def test_a_drifted_upstream_file_fails_its_check_naming_the_file(kit, settings_for):
@@ -138,7 +142,7 @@ def test_the_verify_view_prints_a_table_and_ends_in_pass(kit, settings_for):
     assert set(lines[1]) == {"-", " "}
     assert len(CHECK_NAMES) + 3 == len(lines)
     assert all(l.startswith("ok  ") for l in lines[2:-1])
-    assert "verify: PASS (0 of 10 checks failed)" == lines[-1]
+    assert "verify: PASS (0 of 16 checks failed)" == lines[-1]
 
 
 def test_the_verify_view_ends_in_fail_with_a_fail_line_naming_the_drifted_file(kit, settings_for):

@@ -13,8 +13,8 @@ from reprokit.sources import workspace
 from reprokit.sources.upstream import read_lines
 
 TRAINER = "cifar10_multi_gpu_train.py"
-ALL_FILES = ["cifar10.py", "cifar10_cluster_train.py", "cifar10_input.py", TRAINER,
-             "cifar10_standalone_train.py"]
+ALL_FILES = ["cifar10.py", "cifar10_cluster_train.py", "cifar10_input.py", "cifar10_lesson_cluster_train.py",
+             "cifar10_lesson_standalone_train.py", TRAINER, "cifar10_standalone_train.py"]
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -263,17 +263,19 @@ def test_a_patch_of_a_file_upstream_lacks_is_refused(kit, patch_sample):
     text = patch_sample("stale_context.patch").read_text().replace("--- a/" + TRAINER, "--- a/cifar10_gone.py")
     (kit / "patches" / "gone.patch").write_text(text)
     (kit / "patches" / "series").write_text("gone.patch\n")
-    with pytest.raises(PatchError, match="gone.patch patches cifar10_gone.py, which upstream/ lacks"):
+    with pytest.raises(PatchError, match="gone.patch patches cifar10_gone.py, which neither upstream/ nor an "
+                                         "earlier patch of the series makes"):
         workspace.expected_files(kit / "upstream", kit / "patches")
 
 
 def test_states_say_not_applied_then_applied_then_conflicting(kit, out):
     """Each patch's state follows the folder: absent, current, then edited by hand."""
     args = (kit / "upstream", kit / "patches", out)
-    assert ["not applied", "not applied"] == [s.state for s in workspace.states(*args)]
+    assert ["not applied"] * 4 == [s.state for s in workspace.states(*args)]
     apply(kit)
-    assert ["applied", "applied"] == [s.state for s in workspace.states(*args)]
+    assert ["applied"] * 4 == [s.state for s in workspace.states(*args)]
     (out / "cifar10_cluster_train.py").write_text("edited\n")
-    standalone, cluster = workspace.states(*args)
-    assert ("applied", "conflicting") == (standalone.state, cluster.state)
+    standalone, cluster, *lesson = workspace.states(*args)
+    assert ("applied", "conflicting", ["applied", "applied"]) == (standalone.state, cluster.state,
+                                                                    [s.state for s in lesson])
     assert "run `invoke apply-patches --force`" in cluster.detail

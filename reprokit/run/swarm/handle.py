@@ -74,7 +74,7 @@ class ServiceHandle:
         except SDK_ERRORS as error:
             self.engine_error = str(error)
             return {}
-        newest = max(tasks, key=lambda t: t.get("CreatedAt", ""), default={})
+        newest: dict[str, Any] = max(tasks, key=lambda t: t.get("CreatedAt", ""), default={})
         if newest:
             self.last = newest.get("Status", {})
         return newest
