@@ -149,14 +149,16 @@ def report(c, run="latest"):
     _run(views.report, c, run)
 
 
-@task(help={"repetitions": "standalone + cluster pairs to run, alternating order (default 3)",
-            "steps": "steps per run (default 81)", "tuning": "kit settings profile (see reprokit/run/tuning.py)",
-            "source": "data source, as for `invoke data`", "isolation": "auto | netns | none, as for reproduce"})
-def bench(c, repetitions=None, steps=None, tuning=None, source=None, isolation=None):
-    """Benchmark: standalone vs cluster side by side, medians and ratios, breakdown, plot."""
+@task(help={"repetitions": "repetitions of every row, alternating order (default 3)",
+            "steps": "steps per run (default 81)", "source": "data source, as for `invoke data`",
+            "isolation": "auto | netns | none, as for reproduce",
+            "loss_steps": "also run both programs' clusters this long and put their last losses side by side "
+                          "(e.g. 1000; default 0: off)"})
+def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_steps=None):
+    """Benchmark: the article's program (default and tuned) and the lesson's, side by side; ablation; plot."""
     _run(lambda out, s: views.bench(out, s, repetitions=repetitions or 3, steps=steps or 81,
-                                    tuning=tuning or "default", source=source or s.data_source,
-                                    isolation=isolation or s.isolation), c)
+                                    source=source or s.data_source, isolation=isolation or s.isolation,
+                                    loss_steps=loss_steps or 0), c)
 
 
 @task(help={"workers": "comma-separated worker counts (default 1,2,4; with --link one count, default 2)",

@@ -101,11 +101,12 @@ class Reproduction:
 
 def mode_roles(mode: str, options: Options, layout: CpuLayout, backend: Backend, sources: Path, data_dir: Path,
                train_dir: Path, instruments: Instruments | None = None,
-               fix: RequestIdFix = RequestIdFix(None)) -> list[RoleSpec]:
+               fix: RequestIdFix = RequestIdFix(None), trainer_file: str | None = None) -> list[RoleSpec]:
     """The roles of one mode, in start order: what a reproduction and the benchmark both run.
-    Every TensorFlow process gets the request-id fix when there is one (request_ids.py)."""
+    Every TensorFlow process gets the request-id fix when there is one (request_ids.py).
+    ``trainer_file``: another trainer in ``sources`` than the program's (the benchmark's ablation)."""
     training = TrainingArgs(options.steps, str(data_dir), str(train_dir))
-    trainer = Trainer(backend.python, str(sources), PROGRAMS[options.program][mode], instruments)
+    trainer = Trainer(backend.python, str(sources), trainer_file or PROGRAMS[options.program][mode], instruments)
     tuning = options.tuning
     env, server_env = {**tuning.env, **fix.env()}, {**tuning.server_env, **fix.env()}
     if mode == "standalone":

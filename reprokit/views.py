@@ -158,25 +158,26 @@ def report(out: Out, s: Settings, run: str) -> None:
         out(f"wrote {path}")
 
 
-def bench(out: Out, s: Settings, *, repetitions: Any, steps: Any, tuning: str, source: str, isolation: str) -> dict:
-    from reprokit.bench.measure import run_bench
+def bench(out: Out, s: Settings, *, repetitions: Any, steps: Any, source: str, isolation: str,
+          loss_steps: Any = 0) -> dict:
+    from reprokit.bench.comparison import ROWS, run_bench
     from reprokit.bench.tables import bench_lines, plot_bench
-    from reprokit.run.tuning import profile
 
-    chosen, reps = profile(tuning), optionslib.whole_number(repetitions, "repetitions")
-    count = optionslib.whole_number(steps, "steps", minimum=21)
+    reps = optionslib.whole_number(repetitions, "repetitions")
+    count = optionslib.whole_number(steps, "steps", minimum=31)  # the traced step is step 25
+    loss = optionslib.whole_number(loss_steps, "loss-steps", minimum=0)
     backend = make_backend(s, "local", isolation)
-    out(f"bench: {reps} repetitions of standalone (1 CPU) and cluster (spread), {count} steps each; "
-        f"tuning '{chosen.name}': {chosen.why}")
+    out(f"bench: {reps} repetitions of {len(ROWS)} rows ({'; '.join(r.name for r in ROWS)}), each with its "
+        f"program's standalone (1 CPU) and its cluster (spread), {count} steps a run")
     out(f"servers listen on: {backend.exposure(backend.cluster(2)).where}")
-    results = run_bench(s, backend, chosen, repetitions=reps, steps=count, echo=out, data_source=source)
+    results = run_bench(s, backend, repetitions=reps, steps=count, echo=out, data_source=source, loss_steps=loss)
     return _show(out, results, bench_lines(results), "bench", plot_bench)
 
 
 def sweep(out: Out, s: Settings, *, workers: str | None, steps: Any, tuning: str, source: str, isolation: str,
           link: str | None = None, programs: str = "article") -> dict:
     """The worker sweep (1, 2, 4 workers), or with `link` the network sweep on simulated hosts."""
-    from reprokit.bench.measure import run_sweep
+    from reprokit.bench.sweep import run_sweep
     from reprokit.bench.network import run_network_sweep
     from reprokit.bench.tables import (
         network_lines,

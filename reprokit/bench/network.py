@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any
 
-from reprokit.bench.measure import Bench
+from reprokit.bench.runs import Bench
 from reprokit.commands import Echo
 from reprokit.files import write_json
 from reprokit.judge.speed import WARMUP_RULE

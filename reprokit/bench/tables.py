@@ -14,37 +14,66 @@ def _f(value: float | None, fmt: str = "{:.1f}") -> str:
     return "n/a" if value is None else fmt.format(value)
 
 
+def _x(value: float | None) -> str:
+    return _f(value, "{:.2f}x")
+
+
+def _pct(value: float | None) -> str:
+    return _f(None if value is None else 100 * value, "{:.1f}%")
+
+
 def bench_lines(r: dict[str, Any]) -> list[str]:
-    lines = [f"rule: {r['warmup_rule']}", "", "| repetition | standalone ex/s | cluster ex/s | speed-up | efficiency |",
-             "| ---: | ---: | ---: | ---: | ---: |"]
-    for i, rep in enumerate(r["repetition_results"], start=1):
-        lines.append(f"| {i} | {_f(rep['standalone']['rate'])} | {_f(rep['cluster']['rate'])} | "
-                     f"{_f(rep['speedup'], '{:.2f}x')} | {_f(rep['efficiency'] and 100 * rep['efficiency'], '{:.1f}%')} |")
-    m = r["median"]
-    lines.append(f"| **median** | {_f(m['standalone_rate'])} | {_f(m['cluster_rate'])} | "
-                 f"{_f(m['speedup'], '{:.2f}x')} | {_f(100 * m['efficiency'], '{:.1f}%')} |")
-    lines.append(f"| article | 98 | 170 | {ARTICLE_SPEEDUP:.2f}x | {100 * ARTICLE_SPEEDUP / ARTICLE_WORKERS:.1f}% |")
+    lines = [f"rule: {r['warmup_rule']}; {r['repetitions']} repetitions, {r['steps']} steps a run; "
+             f"request-id fix {r['kit_fixes']['request_id_fix']}", "",
+             "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for row in r["rows"]:
+        lines.append(f"| {row['name']} | {_f(row['standalone_rate'])} | {_f(row['cluster_rate'])} | "
+                     f"{_x(row['speedup'])} | {_pct(row['efficiency'])} | "
+                     f"{', '.join(_x(s) for s in row['per_repetition'])} |")
+    lines.append(f"| the article (2017) | 98 | 170 | {ARTICLE_SPEEDUP:.2f}x | "
+                 f"{100 * ARTICLE_SPEEDUP / ARTICLE_WORKERS:.1f}% | |")
+    baseline, target = r.get("baseline"), r["target"]
+    if baseline:
+        lines += ["", f"the lesson's baseline: its standalone runs at {_x(baseline['median'])} of the article's "
+                  f"(per repetition {', '.join(_x(v) for v in baseline['per_repetition'])}; the floor is "
+                  f"{baseline['floor']:.2f}x): {'fair' if baseline['ok'] else 'TOO WEAK: its speed-up is not fair'}"]
+    if target["lesson_speedup"] is not None:
+        gap = target["speedup"] - target["lesson_speedup"]
+        lines.append(f"target: {target['speedup']:.2f}x on {r['workers']} workers; the lesson reaches "
+                     f"{_x(target['lesson_speedup'])}" + ("" if target["met"] else f", {gap:.2f}x short"))
+    if r["ablation"]:
+        lines += ["", "ablation: the article's cluster trainer with each change of the lesson alone "
+                  "(speed-up over the lesson's standalone; gain over the article's cluster)", "",
+                  "| change | cluster ex/s | speed-up | gain |", "| --- | ---: | ---: | ---: |"]
+        lines += [f"| {a['change']} | {_f(a['cluster_rate'])} | {_x(a['speedup'])} | "
+                  f"{_f(None if a['gain'] is None else 100 * (a['gain'] - 1), '{:+.0f}%')} |" for a in r["ablation"]]
     bound = r["input_free_bound"]
-    lines += ["", f"input-free bound of one core: {_f(bound['rate'])} ex/s; standalone reaches "
-              f"{_f(bound['standalone_share'] and 100 * bound['standalone_share'], '{:.1f}%')} of it"]
-    for mode, b in r["breakdown"].items():
-        lines += ["", f"one traced {mode} step: {b['wall_ms']} ms wall"]
-        for name, ms in (("compute", b["compute_ms"]), ("input pipeline wait", b["input_ms"]),
+    lines += ["", f"input-free bound of one core: {_f(bound['rate'])} ex/s; the article's standalone reaches "
+              f"{_pct(bound['standalone_share'])} of it"]
+    for name, b in r["breakdown"].items():
+        lines += ["", f"one traced {name} step: {b['wall_ms']} ms wall"]
+        for part, ms in (("compute", b["compute_ms"]), ("input pipeline wait", b["input_ms"]),
                          ("ps (averaging, updates)", b["ps_ms"]), ("transfers and waiting", b["other_ms"])):
             share = 100 * ms / b["wall_ms"] if b["wall_ms"] else 0
-            lines.append(f"  {name:<26} {ms:8.1f} ms  {share:5.1f}%")
+            lines.append(f"  {part:<26} {ms:8.1f} ms  {share:5.1f}%")
         for d in b["devices"]:
             lines.append(f"    {d['device']}: busy {d['busy_ms']:.1f} ms, idle {d['longest_idle_ms']:.1f} ms "
                          f"from +{d['idle_from_ms']:.1f} ms")
-    p = r["placement"]
-    homes = sorted(set(p["variables"].values()))
-    lines += ["", f"placement: the model variables live on {', '.join(homes) or 'n/a'}",
-              f"  cluster as the article's program places them: {_f(p['article_rate'])} ex/s; "
-              f"with the variables on the ps: {_f(p['variables_on_ps_rate'])} ex/s"]
-    share = r.get("cpu_share") or {}
-    if share:
-        lines += ["", "CPU used per role during one cluster run (cores busy on average, of "
-                  f"{share['cpus']} usable): " + ", ".join(f"{k} {v:.2f}" for k, v in share["roles"].items())]
+    lines.append("")
+    for program, variables in r["placement"].items():
+        homes = sorted(set(variables.values()))
+        lines.append(f"the {program} program's variables live on {', '.join(homes) or 'n/a'}")
+    lines += ["", "CPU kept busy per role during a cluster run (cores on average):"]
+    for row in r["rows"]:
+        share = row["cpu_share"]
+        lines.append(f"  {row['name']}: " + ", ".join(f"{k} {v:.2f}" for k, v in share["roles"].items())
+                     + f" (of {share['cpus']} usable)")
+    if r.get("loss"):
+        loss = r["loss"]
+        lines += ["", f"{loss['steps']}-step clusters: " + "; ".join(
+            f"{program} program step {v['step']} loss {_f(v['loss'], '{:.2f}')}, dead input threads "
+            f"{v['dead_input_threads']}" for program, v in loss["programs"].items())]
     o = r["overheads"]
     lines += ["", f"kit overheads: verify + apply {o['verify_and_apply_s']} s; cluster ready -> first logged step "
               f"{o['cluster_ready_to_first_step_s']} s; teardown {o['teardown_s']} s"]
@@ -57,23 +86,29 @@ def plot_bench(r: dict[str, Any], path: Path) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    reps = r["repetition_results"]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4), dpi=110)
-    x = range(1, len(reps) + 1)
-    left.plot(x, [p["standalone"]["rate"] for p in reps], "o-", label="standalone (1 CPU)")
-    left.plot(x, [p["cluster"]["rate"] for p in reps], "s-", label=f"cluster ({r['workers']} workers)")
-    if r["input_free_bound"]["rate"]:
-        left.axhline(r["input_free_bound"]["rate"], color="grey", linestyle=":", label="input-free bound, 1 CPU")
-    left.set(title="examples/sec per repetition", xlabel="repetition", ylabel="examples/sec", xticks=list(x))
-    left.set_ylim(bottom=0)
-    left.legend(fontsize=8)
-    right.bar(x, [p["speedup"] or 0 for p in reps], color="tab:orange", label="this run")
-    right.axhline(r["workers"], color="black", linestyle="--", linewidth=1, label=f"limit ({r['workers']}x)")
-    right.axhline(ARTICLE_SPEEDUP, color="tab:blue", linestyle="--", linewidth=1, label="article (1.74x)")
-    right.axhline(1.85, color="tab:green", linestyle=":", linewidth=1, label="target (1.85x)")
-    right.set(title=f"speed-up, median {r['median']['speedup']:.2f}x", xlabel="repetition",
-              ylabel="cluster / standalone", xticks=list(x))
-    right.legend(fontsize=8)
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4), dpi=110)
+    names = [row["name"].replace(" program, ", "\n") for row in r["rows"]]
+    x = range(len(names))
+    for i, row in enumerate(r["rows"]):
+        left.scatter([i] * len(row["per_repetition"]), [s or 0 for s in row["per_repetition"]], color="grey",
+                     s=12, zorder=3, label="a repetition" if i == 0 else None)
+    left.bar(x, [row["speedup"] or 0 for row in r["rows"]], color=["tab:blue", "tab:cyan", "tab:green"][:len(names)])
+    left.axhline(r["workers"], color="black", linestyle="--", linewidth=1, label=f"limit ({r['workers']}x)")
+    left.axhline(r["target"]["speedup"], color="tab:green", linestyle=":", linewidth=1,
+                 label=f"target ({r['target']['speedup']:.2f}x)")
+    left.axhline(ARTICLE_SPEEDUP, color="tab:red", linestyle="-.", linewidth=1, label="the article, 2017 (1.74x)")
+    left.axhline(1.0, color="grey", linestyle=":", linewidth=1)
+    left.set_xticks(list(x), names, fontsize=8)
+    left.set(title="speed-up over its program's standalone (1 CPU)", ylabel="cluster / standalone")
+    left.legend(fontsize=7)
+    if r["ablation"]:
+        changes = [a["change"] for a in r["ablation"]]
+        right.barh(range(len(changes)), [a["speedup"] or 0 for a in r["ablation"]], color="tab:olive")
+        right.set_yticks(range(len(changes)), changes, fontsize=8)
+        right.axvline(1.0, color="grey", linestyle=":", linewidth=1)
+        right.axvline(r["workers"], color="black", linestyle="--", linewidth=1)
+        right.set(title="ablation: what each change of the lesson buys", xlabel="speed-up over the lesson's standalone")
+        right.invert_yaxis()
     fig.tight_layout()
     write_figure(fig, path)
     plt.close(fig)
