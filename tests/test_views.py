@@ -1,0 +1,81 @@
+"""What the tasks show: the views over real sample runs, as a person reads them (no training)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from reprokit import views
+from reprokit.errors import KitError
+from reprokit.experiment import Reproduction
+from reprokit.report.results import RunResults
+from reprokit.run.backends import Exposure
+from tests.support import SAMPLES
+
+RUNS = SAMPLES / "runs"
+
+
+@pytest.fixture
+def runs(tmp_path: Path, kit, settings_for) -> tuple[list[str], object]:
+    """Settings whose runs/ holds a copy of the lesson sample run, and the lines a view writes."""
+    settings = settings_for(kit)
+    shutil.copytree(RUNS / "lesson-quick", settings.runs_dir / "lesson-quick")
+    return [], settings
+
+
+def test_compare_logs_judges_the_latest_run_line_by_line(runs):
+    lines, settings = runs
+    assert views.compare_logs(lines.append, settings, "latest")
+    assert "PASS" == lines[-1]
+    assert any(line.startswith("PASS filling_shuffle_buffer_once_per_tower [cluster]") for line in lines)
+
+
+def test_report_says_what_it_wrote(runs):
+    lines, settings = runs
+    views.report(lines.append, settings, "lesson-quick")
+    assert [f"wrote {settings.runs_dir / 'lesson-quick' / name}" for name in ("results.json", "speed.png",
+                                                                                "report.md")] == lines
+
+
+def test_a_run_that_is_not_there_is_an_error_naming_where_it_looked(runs):
+    lines, settings = runs
+    with pytest.raises(KitError, match="no run folder 'gone'"):
+        views.report(lines.append, settings, "gone")
+
+
+def finished(run_dir: Path, exposure: Exposure | None, error: str = "") -> Reproduction:
+    result = Reproduction(run_dir, [], error=error, exposure=exposure, results=RunResults.load(run_dir))
+    return result
+
+
+def test_the_end_of_a_run_shows_table_threads_report_and_one_verdict(tmp_path: Path):
+    run = tmp_path / "lesson-quick"
+    shutil.copytree(RUNS / "lesson-quick", run)
+    lines: list[str] = []
+    passed = views.finish(lines.append, finished(run, Exposure("the run's namespace", beyond_run=False)))
+    assert not passed  # no judgement was attached: a verdict needs the check stage
+    assert "| speed-up (cluster / standalone) | 1.74x | 1.72x |" in lines
+    assert "- cluster: no input thread died" in lines
+    assert [f"run folder: {run}", f"report: {run / 'report.md'}", "FAIL"] == \
+        [lines[0], lines[-2], lines[-1]]
+
+
+def test_the_verdict_line_repeats_an_exposure_beyond_the_run(tmp_path: Path):
+    run = tmp_path / "lesson-quick"
+    shutil.copytree(RUNS / "lesson-quick", run)
+    lines: list[str] = []
+    views.finish(lines.append, finished(run, Exposure("every interface of this machine", beyond_run=True),
+                                        error="the cluster run failed"))
+    assert "error: the cluster run failed" == lines[0]
+    assert "FAIL (the servers were reachable on every interface of this machine)" == lines[-1]
+
+
+def test_download_progress_draws_a_bar_every_five_percent():
+    lines: list[str] = []
+    progress = views.download_progress(lines.append)
+    for done in range(0, 101, 1):
+        progress(done * 1_000_000, 100_000_000)
+    assert 21 == len(lines)
+    assert "[####################] 100%" in lines[-1]
