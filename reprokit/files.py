@@ -103,7 +103,12 @@ def make_folder(path: Path) -> Path:
 
 
 def write_figure(figure: Any, path: Path) -> Path:
-    """A matplotlib figure as a PNG, written whole like every other generated file."""
+    """A finished matplotlib figure as a PNG, laid out, written whole like every other generated
+    file, and closed (pyplot keeps every open figure)."""
+    import matplotlib.pyplot as plt
+
+    figure.tight_layout()
     buffer = io.BytesIO()
     figure.savefig(buffer, format="png")
+    plt.close(figure)
     return write_bytes(path, buffer.getvalue())

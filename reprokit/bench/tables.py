@@ -109,10 +109,7 @@ def plot_bench(r: dict[str, Any], path: Path) -> Path:
         right.axvline(r["workers"], color="black", linestyle="--", linewidth=1)
         right.set(title="ablation: what each change of the lesson buys", xlabel="speed-up over the lesson's standalone")
         right.invert_yaxis()
-    fig.tight_layout()
-    write_figure(fig, path)
-    plt.close(fig)
-    return path
+    return write_figure(fig, path)
 
 
 def sweep_lines(r: dict[str, Any]) -> list[str]:
@@ -149,10 +146,7 @@ def plot_sweep(r: dict[str, Any], path: Path) -> Path:
     ax.set(title="cluster speed-up over standalone (1 CPU)", xlabel="workers", ylabel="speed-up")
     ax.set_xticks(sorted(set(ns + [1, 2])))
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    write_figure(fig, path)
-    plt.close(fig)
-    return path
+    return write_figure(fig, path)
 
 
 def network_lines(r: dict[str, Any]) -> list[str]:
@@ -206,7 +200,4 @@ def plot_network(r: dict[str, Any], path: Path) -> Path:
     ax.set(title="cluster speed-up over one CPU, by link bandwidth", xlabel="every host's link (bit/s)",
            ylabel="speed-up")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    write_figure(fig, path)
-    plt.close(fig)
-    return path
+    return write_figure(fig, path)

@@ -35,7 +35,4 @@ def speed_plot(results: RunResults, path: Path) -> Path | None:
     ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8, loc="lower right")
-    fig.tight_layout()
-    write_figure(fig, path)
-    plt.close(fig)
-    return path
+    return write_figure(fig, path)
