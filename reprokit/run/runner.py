@@ -142,6 +142,7 @@ class Runner:
         self.timings: dict[str, float] = {"epoch_started": round(time.time(), 3)}
         self.cpu: dict[str, float] = {}
         self.started: list[RoleHandle] = []
+        self.follower = LogFollower(log_path(self.run_dir, main))
 
     def mark(self, name: str) -> None:
         self.timings[name] = round(time.monotonic() - self.started_at, 3)
@@ -168,6 +169,7 @@ class Runner:
             message = str(exc)
         finally:
             left = self._teardown()
+        self._progress()  # the last step lines, written while the roles stopped
         if died is not None:  # after teardown: the role's log pump has written its last lines
             message = str(self._death(died.role, died.when))
         if left:
@@ -225,7 +227,6 @@ class Runner:
     def _watch(self) -> int:
         """Wait for the main role; fail as soon as another role dies (servers first: a dead
         worker makes the client fail too, and the worker is the cause) or the run stalls."""
-        follower = LogFollower(log_path(self.run_dir, self.main))
         last_line, gaps, last_step = time.monotonic(), [], None
         last_sample = 0.0
         while True:
@@ -235,12 +236,10 @@ class Runner:
                     raise _Died(name, f"while the {self.main} was running")
             self._check_pumps()
             now = time.monotonic()
-            for step, rate in follower.steps():
+            for step in self._progress():
                 if last_step is not None:
                     gaps.append(now - last_line)
                 last_line, last_step = now, step
-                if self.progress is not None:
-                    self.progress(self.main, step, rate)
             if now - last_sample > 1.0:
                 self._sample_cpu()
                 last_sample = now
@@ -253,6 +252,15 @@ class Runner:
                 self.mark("stalled")
                 raise self._stalled(now - last_line, last_step, gaps[1:])
             time.sleep(TICK_S)
+
+    def _progress(self) -> list[int]:
+        """The main role's new step lines, each handed to the progress callback; their steps."""
+        steps = []
+        for step, rate in self.follower.steps():
+            steps.append(step)
+            if self.progress is not None:
+                self.progress(self.main, step, rate)
+        return steps
 
     def _stalled(self, quiet: float, last_step: int | None, gaps: list[float]) -> ClusterError:
         path = log_path(self.run_dir, self.main)

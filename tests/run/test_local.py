@@ -220,7 +220,7 @@ def test_a_server_killed_mid_run_fails_the_run_naming_it(tmp_path: Path, kit_inp
     outcome = backend.run(tmp_path, roles, "client", None)
     killer.join()
     assert not outcome.ok
-    assert outcome.message.startswith(f"the {victim} role exited with code -9 while the client was running")
+    assert outcome.message.startswith(f"the {victim} role exited with code -9 (killed by SIGKILL) while the client was running")
     assert f"see {tmp_path / (victim + '.log')}" in outcome.message
     assert killer.pid == outcome.pids[victim]
     assert -signal.SIGKILL == outcome.exit_codes[victim]

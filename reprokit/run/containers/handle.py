@@ -48,6 +48,7 @@ class ContainerHandle:
         self.container: Container | None = None
         self.pump = LogPump(log_path(run_dir, role.name))
         self.engine_error = ""
+        self.last: dict[str, Any] = {}  # the state when last read: death() is asked after teardown
 
     def start(self) -> None:
         self.pump.note(commands.shown(docker_run_argv(self.kwargs)))
@@ -75,11 +76,14 @@ class ContainerHandle:
         try:
             self.container.reload()
         except docker.errors.NotFound:
+            if self.last.get("Status") in _GONE:  # it ended, then our teardown removed it
+                return self.last
             return {"Status": "removing", "ExitCode": None, "Gone": True}
         except SDK_ERRORS as error:
             self.engine_error = str(error)
             return {"Status": "unknown", "ExitCode": ENGINE_DOWN}
-        return self.container.attrs.get("State", {})
+        self.last = self.container.attrs.get("State", {})
+        return self.last
 
     def returncode(self) -> int | None:
         state = self.state()
@@ -124,9 +128,11 @@ class ContainerHandle:
         if self.container is None:
             return 0
         try:
-            return int(self.container.wait(timeout=max(1, int(timeout)))["StatusCode"])
+            code = int(self.container.wait(timeout=max(1, int(timeout)))["StatusCode"])
         except SDK_ERRORS:
             return self.returncode()
+        self.state()  # keep how it ended: the container is removed next
+        return code
 
     def death(self) -> str:
         name = self.kwargs["name"]

@@ -30,6 +30,7 @@ _ENDED = ("complete", "failed", "shutdown", "rejected", "orphaned", "remove")
 SERVING = "serving /job:"
 
 
+
 class ServiceHandle:
     """One role as the service `<stack>_<hostname>` of the run's stack."""
 
@@ -80,9 +81,9 @@ class ServiceHandle:
         return newest
 
     def returncode(self) -> int | None:
-        status = self.task().get("Status", {})
-        if self.engine_error or self.gone:
-            return ENGINE_DOWN if self.engine_error else status.get("ContainerStatus", {}).get("ExitCode", 0)
+        status = self.task().get("Status") or self.last
+        if self.engine_error:
+            return ENGINE_DOWN
         if status.get("State") in _ENDED:
             code = status.get("ContainerStatus", {}).get("ExitCode")
             return ENGINE_DOWN if code is None else int(code)
@@ -121,6 +122,25 @@ class ServiceHandle:
         return used / 1e9 if used else None
 
     def terminate(self) -> None:
+        """Remove the service: Swarm stops its task (SIGTERM, then SIGKILL after the stack's stop
+        grace period). Swarm 20.10 keeps no record of a removed task, so a role stopped this way
+        has no exit code to report (None), unlike one that ended by itself."""
+        if self.returncode() is None:
+            self._remove()
+
+    def kill(self) -> None:
+        self.terminate()  # the stack's stop grace period ends in SIGKILL
+
+    def wait(self, timeout: float) -> int | None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            code = self.returncode()
+            if code is not None or self.gone:
+                return code
+            time.sleep(0.25)
+        return None
+
+    def _remove(self) -> None:
         if self.service is not None and not self.gone:
             try:
                 self.service.remove()
@@ -129,22 +149,6 @@ class ServiceHandle:
             except SDK_ERRORS as error:
                 self.engine_error = self.engine_error or str(error)
             self.gone = True
-
-    def kill(self) -> None:
-        self.terminate()
-
-    def wait(self, timeout: float) -> int | None:
-        """Until the service's containers on this node are gone (Swarm removes them after the service)."""
-        deadline = time.monotonic() + timeout
-        filters = {"label": f"com.docker.swarm.service.name={self.name}"}
-        while time.monotonic() < deadline:
-            try:
-                if not self.client.containers.list(all=True, filters=filters):
-                    return 0
-            except SDK_ERRORS:
-                return ENGINE_DOWN
-            time.sleep(0.25)
-        return None
 
     def death(self) -> str:
         if self.engine_error:
@@ -161,6 +165,6 @@ class ServiceHandle:
         return self.pump.error
 
     def release(self) -> list[str]:
-        self.terminate()
+        self._remove()
         self.pump.join()
         return [f"service {self.name} ({self.engine_error})"] if self.engine_error else []
