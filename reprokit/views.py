@@ -177,8 +177,8 @@ def bench(out: Out, s: Settings, *, repetitions: Any, steps: Any, source: str, i
 def sweep(out: Out, s: Settings, *, workers: str | None, steps: Any, tuning: str, source: str, isolation: str,
           link: str | None = None, programs: str = "article") -> dict:
     """The worker sweep (1, 2, 4 workers), or with `link` the network sweep on simulated hosts."""
-    from reprokit.bench.sweep import run_sweep
     from reprokit.bench.network import run_network_sweep
+    from reprokit.bench.sweep import run_sweep
     from reprokit.bench.tables import (
         network_lines,
         plot_network,
