@@ -48,3 +48,19 @@ def test_changelog_has_an_unreleased_section():
     """CHANGELOG.md follows Keep a Changelog, with an Unreleased section on top."""
     text = (ROOT / "CHANGELOG.md").read_text()
     assert "## [Unreleased]" in text
+
+
+def test_every_test_the_readme_cites_exists():
+    """The faults table names tests as evidence: each `file::name` (or `...::name`, the file of
+    the cite before it) is a test function in that file, and each cited file exists."""
+    cited = re.findall(r"`(tests/[\w/]+\.py|\.\.\.)(?:::(\w+))?`", README)
+    assert len(cited) > 20
+    missing, current = [], ""
+    for path, name in cited:
+        current = current if path == "..." else path
+        source = ROOT / current
+        if not source.is_file():
+            missing.append(current)
+        elif name and not re.search(rf"^def {name}\(", source.read_text(), re.M):
+            missing.append(f"{current}::{name}")
+    assert [] == missing

@@ -140,8 +140,9 @@ def test_a_killed_worker_task_fails_the_run_naming_it_and_leaves_nothing(setting
     assert [] == stacks_of(swarm, run_dir.name)
 
 
-def test_sigterm_removes_the_whole_stack(settings, swarm, swarm_image, tmp_path):
-    """A `kill` of the kit mid-run (Ctrl-C alike) becomes KeyboardInterrupt after the stack is removed."""
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_removes_the_whole_stack(settings, swarm, swarm_image, tmp_path, signum):
+    """Ctrl-C or a `kill` of the kit mid-run becomes KeyboardInterrupt after the stack is removed."""
     backend = SwarmBackend(settings, swarm_image.tag, client=swarm, probe_timeout_s=120)
     run_dir = tmp_path / f"term-{uuid.uuid4().hex[:6]}"
     run_dir.mkdir()
@@ -152,7 +153,7 @@ def test_sigterm_removes_the_whole_stack(settings, swarm, swarm_image, tmp_path)
     def term_once_training() -> None:
         wait_for(lambda: "training" in (run_dir / "client.log").read_text() if (run_dir / "client.log").exists()
                  else False, 180, "the client never trained")
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signum)
 
     threading.Thread(target=term_once_training, daemon=True).start()
     with pytest.raises(KeyboardInterrupt):
