@@ -17,7 +17,13 @@ import docker
 from reprokit.data.prepare import prepare_data
 from reprokit.errors import DockerError
 from reprokit.run.containers.engine import connect
-from reprokit.run.containers.image import ImageInfo, build_image
+from reprokit.run.containers.image import (
+    REGISTRY_BASE,
+    ImageInfo,
+    build_image,
+    find_image,
+    require_image,
+)
 from reprokit.run.containers.offline import (
     BaseImage,
     WheelSet,
@@ -34,6 +40,18 @@ from tests.support.processes import our_processes
 
 ROOT = REPO
 PATCH_SAMPLES = ROOT / "tests" / "samples" / "patches"
+
+
+@pytest.fixture(autouse=True, scope="session")
+def ctrl_c_as_in_a_terminal() -> Iterator[None]:
+    """A test run started in the background by a non-interactive shell (`pytest &`) inherits
+    SIGINT ignored, and so would every process it starts: the Ctrl-C tests would see nothing.
+    SIGINT gets Python's own handler, as in a terminal, in the tests and so in their children."""
+    before = signal.getsignal(signal.SIGINT)
+    if before == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
 
 
 @pytest.fixture
@@ -197,6 +215,17 @@ def wheels() -> WheelSet:
 def offline_image(docker_client: docker.DockerClient, offline_base: BaseImage, wheels: WheelSet) -> ImageInfo:
     """The kit's image on the offline base (minutes the first time, then found by its tag)."""
     return build_image(offline_base.tag, client=docker_client)
+
+
+@pytest.fixture(scope="session")
+def kit_image(request: pytest.FixtureRequest, docker_client: docker.DockerClient) -> ImageInfo:
+    """The image the backend picks by default, built first if missing (minutes, once)."""
+    if os.environ.get("REPROKIT_IMAGE"):
+        return require_image(os.environ["REPROKIT_IMAGE"], docker_client)
+    if find_image(REGISTRY_BASE, docker_client) is not None:
+        return build_image(REGISTRY_BASE, client=docker_client)
+    info: ImageInfo = request.getfixturevalue("offline_image")
+    return info
 
 
 @pytest.fixture(scope="session")

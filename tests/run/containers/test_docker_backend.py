@@ -25,7 +25,6 @@ import docker
 from reprokit.errors import DockerError
 from reprokit.experiment import reproduce
 from reprokit.options import Options
-from reprokit.run.containers import image as imagelib
 from reprokit.run.containers.backend import DockerBackend, default_image
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.image import ImageInfo
@@ -167,17 +166,6 @@ def _config(tmp: Path) -> dict:
 @pytest.fixture()
 def settings(tmp_path: Path) -> Settings:
     return from_mapping(_config(tmp_path), root=REPO)
-
-
-@pytest.fixture(scope="session")
-def kit_image(request: pytest.FixtureRequest, docker_client: docker.DockerClient) -> ImageInfo:
-    """The image the backend picks by default, built first if missing (minutes, once)."""
-    if os.environ.get("REPROKIT_IMAGE"):
-        return imagelib.require_image(os.environ["REPROKIT_IMAGE"], docker_client)
-    if imagelib.find_image(imagelib.REGISTRY_BASE, docker_client) is not None:
-        return imagelib.build_image(imagelib.REGISTRY_BASE, client=docker_client)
-    info: ImageInfo = request.getfixturevalue("offline_image")
-    return info
 
 
 @pytest.fixture()

@@ -19,9 +19,7 @@ import yaml
 import docker
 from reprokit.experiment import Request, reproduce, write_stack
 from reprokit.options import Options
-from reprokit.run.containers import image as imagelib
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
-from reprokit.run.containers.image import ImageInfo
 from reprokit.run.containers.owners import boot_id
 from reprokit.run.roles import RoleSpec
 from reprokit.run.swarm.backend import SwarmBackend
@@ -32,17 +30,6 @@ from tests.support.kit import RECORDS, STEPS, KitInputs, kit_settings
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.docker
-
-
-@pytest.fixture(scope="session")
-def swarm_image(request: pytest.FixtureRequest, swarm: docker.DockerClient) -> ImageInfo:
-    """The kit's image, as the Docker backend's tests get it."""
-    if os.environ.get("REPROKIT_IMAGE"):
-        return imagelib.require_image(os.environ["REPROKIT_IMAGE"], swarm)
-    if imagelib.find_image(imagelib.REGISTRY_BASE, swarm) is not None:
-        return imagelib.build_image(imagelib.REGISTRY_BASE, client=swarm)
-    info: ImageInfo = request.getfixturevalue("offline_image")
-    return info
 
 
 @pytest.fixture
@@ -59,10 +46,10 @@ def stacks_of(client: docker.DockerClient, run_id: str) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_a_short_reproduction_as_swarm_stacks_passes_and_leaves_nothing(settings, swarm, swarm_image):
+def test_a_short_reproduction_as_swarm_stacks_passes_and_leaves_nothing(settings, swarm, kit_image):
     """Standalone, then 1 ps + 2 workers + client as services of one stack: PASS by the rules;
     each run folder holds the stack file it deployed; no service or network is left."""
-    backend = SwarmBackend(settings, swarm_image.tag, client=swarm)
+    backend = SwarmBackend(settings, kit_image.tag, client=swarm)
     run_id = f"sw-{uuid.uuid4().hex[:6]}"
     result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id), backend,
                        lambda line: None)
@@ -81,10 +68,10 @@ def test_a_short_reproduction_as_swarm_stacks_passes_and_leaves_nothing(settings
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_the_stack_file_is_deployed_by_hand_and_trains(settings, swarm, swarm_image, kit_inputs):
+def test_the_stack_file_is_deployed_by_hand_and_trains(settings, swarm, kit_image, kit_inputs):
     """`invoke stack-file`'s file, deployed with `docker stack deploy`: the client's task trains
     to the last step and exits 0; `docker stack rm` removes it all."""
-    path = write_stack(settings, Request(steps=STEPS, source="synthetic"), swarm_image.tag, lambda line: None)
+    path = write_stack(settings, Request(steps=STEPS, source="synthetic"), kit_image.tag, lambda line: None)
     stack = f"byhand-{uuid.uuid4().hex[:6]}"
     subprocess.run(["docker", "stack", "deploy", "--resolve-image", "never", "-c", str(path), stack], check=True,
                    capture_output=True)
@@ -114,9 +101,9 @@ LISTEN = "import socket, time; s = socket.create_server(('', 2222)); print('serv
          "time.sleep(300)"
 
 
-def test_a_killed_worker_task_fails_the_run_naming_it_and_leaves_nothing(settings, swarm, swarm_image, tmp_path):
+def test_a_killed_worker_task_fails_the_run_naming_it_and_leaves_nothing(settings, swarm, kit_image, tmp_path):
     """Its container killed (SIGKILL) while the client runs: not restarted; the run fails naming it."""
-    backend = SwarmBackend(settings, swarm_image.tag, client=swarm, probe_timeout_s=120)
+    backend = SwarmBackend(settings, kit_image.tag, client=swarm, probe_timeout_s=120)
     run_dir = tmp_path / f"kill-{uuid.uuid4().hex[:6]}"
     run_dir.mkdir()
     roles = [_server(LISTEN, "tf_paramserver:2222"), _server(LISTEN, "tf_worker_1:2222"),
@@ -141,9 +128,9 @@ def test_a_killed_worker_task_fails_the_run_naming_it_and_leaves_nothing(setting
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_ctrl_c_or_sigterm_removes_the_whole_stack(settings, swarm, swarm_image, tmp_path, signum):
+def test_ctrl_c_or_sigterm_removes_the_whole_stack(settings, swarm, kit_image, tmp_path, signum):
     """Ctrl-C or a `kill` of the kit mid-run becomes KeyboardInterrupt after the stack is removed."""
-    backend = SwarmBackend(settings, swarm_image.tag, client=swarm, probe_timeout_s=120)
+    backend = SwarmBackend(settings, kit_image.tag, client=swarm, probe_timeout_s=120)
     run_dir = tmp_path / f"term-{uuid.uuid4().hex[:6]}"
     run_dir.mkdir()
     roles = [_server(LISTEN, "tf_paramserver:2222"),
@@ -161,24 +148,24 @@ def test_ctrl_c_or_sigterm_removes_the_whole_stack(settings, swarm, swarm_image,
     assert [] == stacks_of(swarm, run_dir.name)
 
 
-def test_a_stack_left_by_a_killed_kit_is_removed_by_the_next_backend(settings, swarm, swarm_image):
+def test_a_stack_left_by_a_killed_kit_is_removed_by_the_next_backend(settings, swarm, kit_image):
     """A service whose owner process is gone, in a stack of its own: swept when a backend starts."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     stack = f"reprokit-left-{uuid.uuid4().hex[:6]}"
     owner = f"{socket.gethostname()}/{boot_id()}/{dead.pid}/1"
-    swarm.services.create(swarm_image.tag, ["sleep", "300"], name=f"{stack}_tf_paramserver",
+    swarm.services.create(kit_image.tag, ["sleep", "300"], name=f"{stack}_tf_paramserver",
                           labels={STACK_LABEL: stack, RUN_LABEL: "left", OWNER_LABEL: owner})
-    backend = SwarmBackend(settings, swarm_image.tag, client=swarm)
+    backend = SwarmBackend(settings, kit_image.tag, client=swarm)
     assert f"stack {stack}" in backend.facts()["leftovers_removed"]
     assert [] == swarm.services.list(filters={"label": f"{STACK_LABEL}={stack}"})
 
 
-def test_a_node_without_the_image_is_named_before_anything_is_deployed(swarm, swarm_image, tmp_path):
+def test_a_node_without_the_image_is_named_before_anything_is_deployed(swarm, kit_image, tmp_path):
     """The check service: this node runs the kit's image, and rejects an image it does not have."""
-    spec = StackSpec(swarm_image.tag, "check", "owner", {str(tmp_path): {"bind": str(tmp_path), "mode": "ro"}})
+    spec = StackSpec(kit_image.tag, "check", "owner", {str(tmp_path): {"bind": str(tmp_path), "mode": "ro"}})
     host = swarm.info()["Name"]
-    assert {host: ""} == node_verdicts(swarm, swarm_image.tag, spec)
+    assert {host: ""} == node_verdicts(swarm, kit_image.tag, spec)
     missing = node_verdicts(swarm, "reprokit/no-such-image:0", spec)
     assert "No such image" in missing[host] or "reprokit/no-such-image" in missing[host], missing
 
