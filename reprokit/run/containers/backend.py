@@ -36,7 +36,7 @@ from reprokit.run.containers.specs import (
     docker_cluster,
     labels,
     network_name,
-    same_path_mounts,
+    run_mounts,
 )
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Runner, Watchdog
@@ -108,14 +108,10 @@ class DockerBackend:
                         "its containers, and this host's root and docker group", beyond_run=False)
 
     def placement(self, run_dir: Path) -> Placement:
-        """Where this run's containers go; the sources, the data and the kit's native fixes are
-        inputs, mounted read-only at the same paths (an LD_PRELOAD path reads the same inside)."""
+        """Where this run's containers go, with the run's folders at the same paths as here."""
         token = secrets.token_hex(3)
-        inputs = [Path(self.settings.sources_dir).resolve(), Path(self.settings.data_dir).absolute()]
-        native = Path(self.settings.build_dir).resolve() / "native"
-        inputs += [native] if native.is_dir() else []
         return Placement(self.image.tag, network_name(run_dir.name, token), token, run_dir.name, self.owner,
-                         same_path_mounts(inputs, [run_dir]), f"{os.getuid()}:{os.getgid()}")
+                         run_mounts(self.settings, run_dir), f"{os.getuid()}:{os.getgid()}")
 
     def facts(self) -> dict:
         return {

@@ -75,6 +75,16 @@ def same_path_mounts(read_only: list[Path], read_write: list[Path]) -> dict[str,
     return dict(sorted(mounts.items()))
 
 
+def run_mounts(settings: Any, run_dir: Path) -> dict[str, dict[str, str]]:
+    """A run's folders as a container or service sees them: its inputs read-only (the patched
+    sources, the data, and the kit's native fixes once built: an LD_PRELOAD path must read the
+    same inside) and the run folder read-write."""
+    inputs = [Path(settings.sources_dir).resolve(), Path(settings.data_dir).absolute()]
+    native = Path(settings.build_dir).resolve() / "native"
+    inputs += [native] if native.is_dir() else []
+    return same_path_mounts(inputs, [run_dir])
+
+
 @dataclass(frozen=True)
 class Placement:
     """Where a run's containers go: the image, the network, the mounts, who owns what."""

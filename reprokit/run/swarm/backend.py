@@ -26,7 +26,7 @@ from reprokit.run.containers.backend import IMAGE_ENV, default_image
 from reprokit.run.containers.engine import OWNER_LABEL, connect
 from reprokit.run.containers.image import require_image
 from reprokit.run.containers.owners import judge_owner, owner_token
-from reprokit.run.containers.specs import same_path_mounts
+from reprokit.run.containers.specs import run_mounts
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Runner, Watchdog
 from reprokit.run.signals import sigterm_interrupts
@@ -104,10 +104,7 @@ class SwarmBackend:
                 "leftovers_removed": ", ".join(self.swept)}
 
     def spec(self, run_dir: Path) -> StackSpec:
-        inputs = [Path(self.settings.sources_dir).resolve(), Path(self.settings.data_dir).absolute()]
-        native = Path(self.settings.build_dir).resolve() / "native"
-        inputs += [native] if native.is_dir() else []
-        return StackSpec(self.image.tag, run_dir.name, self.owner, same_path_mounts(inputs, [run_dir]),
+        return StackSpec(self.image.tag, run_dir.name, self.owner, run_mounts(self.settings, run_dir),
                          f"{os.getuid()}:{os.getgid()}", self.placement)
 
     def write_stack_file(self, run_dir: Path, roles: list[RoleSpec], mode: str) -> tuple[str, Path]:
