@@ -126,8 +126,6 @@ def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, 
     _passed(_run(views.reproduce, c, request), "reproduce")
 
 
-# RUN is a flag, not a positional argument: invoke requires every positional argument, and
-# a run must be optional (the latest one by default).
 @task(help={"workers": "cluster workers (default 2)", "cluster": "a cluster file with placement, as for reproduce",
             "image": "the image the services run (default: the one `invoke build-image` makes here)",
             "steps": "training steps (default 1000)", "source": "where the data is, as for `invoke data`"})
@@ -137,6 +135,8 @@ def stack_file(c, workers=None, cluster=None, image=None, steps=None, source=Non
     _run(views.stack_file, c, request, image)
 
 
+# RUN is a flag, not a positional argument: invoke requires every positional argument, and
+# a run must be optional (the latest one by default).
 @task(help={"run": "run id, folder, or 'latest' (the default)"})
 def compare_logs(c, run="latest"):
     """Check a finished run's logs against expected_logs/: every failure with file, line, rule."""

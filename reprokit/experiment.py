@@ -84,6 +84,10 @@ class Request:
     def isolation_mode(self, s: Settings) -> str:
         return self.isolation or s.isolation
 
+    def placement(self) -> dict[str, str]:
+        """The cluster file's placement of roles on Swarm nodes; none without a cluster file."""
+        return load_placement(Path(self.cluster_file)) if self.cluster_file else {}
+
 
 @dataclass
 class Reproduction:
@@ -123,8 +127,7 @@ def run(settings: Settings, request: Request, echo: Echo, progress: Progress | N
     options = request.options(settings)
     name, isolation = request.backend_name(settings), request.isolation_mode(settings)
     check_backend(name, isolation, options.tuning, request.link, request.cluster_file)
-    placement = load_placement(Path(request.cluster_file)) if request.cluster_file else {}
-    backend = make_backend(settings, name, isolation, request.link, placement, echo)
+    backend = make_backend(settings, name, isolation, request.link, request.placement(), echo)
     return reproduce(settings, options, backend, echo, progress, download)
 
 
@@ -218,8 +221,7 @@ def write_stack(settings: Settings, request: Request, image: str | None, echo: E
     from reprokit.run.swarm.backend import SwarmBackend
 
     options = request.options(settings)
-    placement = load_placement(Path(request.cluster_file)) if request.cluster_file else {}
-    backend = SwarmBackend(settings, image, placement=placement, deploys=False)
+    backend = SwarmBackend(settings, image, placement=request.placement(), deploys=False)
     layout = make_layout(options.layout, options.workers, explicit=options.cpus)
     run_dir = new_run_dir(settings.runs_dir, options.run_id).resolve()
     RunInfo(options.steps, options.workers, ["cluster"], options.program, options.tuning.name, layout.name,
