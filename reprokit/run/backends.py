@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from reprokit import commands
 from reprokit.errors import KitError
 from reprokit.run.cluster import Cluster
 from reprokit.run.roles import RoleSpec
@@ -42,7 +43,7 @@ class Backend(Protocol):
 
 
 def make_backend(settings: Any, name: str, isolation: str = "auto", link: str = "none",
-                 placement: dict[str, str] | None = None, echo: Any = None) -> Backend:
+                 placement: dict[str, str] | None = None, echo: commands.Echo | None = None) -> Backend:
     """The backend called ``name``, with the settings' probe timeout and watchdog; `isolation`
     is the local backend's, `link` the hosts backend's, `placement` the swarm backend's."""
     watchdog = settings.watchdog
@@ -61,5 +62,5 @@ def make_backend(settings: Any, name: str, isolation: str = "auto", link: str = 
     if name == "swarm":
         from reprokit.run.swarm.backend import SwarmBackend
 
-        return SwarmBackend(settings, placement=placement, watchdog=watchdog, **({"echo": echo} if echo else {}))
+        return SwarmBackend(settings, placement=placement, watchdog=watchdog, echo=echo or commands.silent)
     raise KitError(f"unknown backend {name!r}", f"choose one of {', '.join(BACKENDS)}")
