@@ -10,6 +10,7 @@ experiments with other options built on it.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -94,7 +95,8 @@ class Bench:
         if not outcome.ok:
             raise ClusterError(f"bench run {folder.name} failed: {outcome.message}", f"see {folder}")
         records = parse_log(folder / f"{main}.log", main)
-        rate = median_rate(step_fields(records))
+        steps_logged = step_fields(records)
+        rate = median_rate(steps_logged)
         first = next((r.logged_at for r in records if r.step is not None and r.logged_at), None)
         ready = outcome.timings.get("servers_reachable", outcome.timings.get(f"{main}_started", 0.0))
         after_ready = None if first is None else round(
@@ -102,7 +104,7 @@ class Bench:
         probe_json = json.loads((folder / "probe.json").read_text()) if probe else {}
         self.echo(f"    {rate or 0:8.1f} examples/sec" + (f"  (first step {after_ready} s after ready)"
                                                           if after_ready is not None else ""))
-        last = step_fields(records)[-1] if step_fields(records) else None
+        last = steps_logged[-1] if steps_logged else None
         return ModeRun(mode, workers, rate, folder.name, outcome.cpu_seconds, outcome.timings, after_ready,
                        probe_json, outcome.network, options.program, None if last is None else [last.step, last.loss],
                        sum(len(r) for r in dead_input_threads(records).values()))
@@ -110,8 +112,6 @@ class Bench:
 
 def cpu_share(run: dict[str, Any]) -> dict[str, Any]:
     """Average cores each role kept busy while the main role ran (from its CPU seconds)."""
-    import os
-
     t = run["timings"]
     wall = t.get("main_exited", 0.0) - t.get("client_started", t.get("standalone_started", 0.0))
     roles = {name: round(cpu / wall, 2) for name, cpu in run["cpu_seconds"].items()} if wall > 0 else {}
