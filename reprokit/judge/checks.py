@@ -6,6 +6,7 @@ Every rule checked yields one Verdict, passing or not, and every failure carries
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from reprokit.judge.rules import (
     RulesError,
     StepsCheck,
     Summary,
+    TrendCheck,
     Value,
     Verdict,
 )
@@ -108,8 +110,10 @@ class _Checker:
             outcome = self.order(c)
         elif isinstance(c, ReferenceCheck):
             outcome = self.reference(c)
-        else:
+        elif isinstance(c, CompareCheck):
             outcome = self.compare(c)
+        else:
+            outcome = self.trend(c)
         return Verdict(self.rule.name, self.mode, *outcome, severity=self.rule.severity)
 
     def resolve(self, value: Value, key: str) -> int:
@@ -249,3 +253,20 @@ class _Checker:
         message = (f"{c.field} at the {c.at} step line (step {fa.step}: {va:g}) is"
                    f" {'' if ok else 'not '}{c.relation} the {c.other} one's (step {fb.step}: {vb:g})")
         return ok, message, sorted([_ev(ra), _ev(rb)], key=lambda e: e.line or 0)
+
+    def trend(self, c: TrendCheck) -> Outcome:
+        if not self.steps:
+            return self.none_found("step line", f"step lines to judge the trend of {c.field} on")
+        (first_record, first), later = self.steps[0], self.steps[1:]
+        if len(later) < c.window:
+            return (True, f"not judged: {len(later) + 1} step line{'s' if later else ''}, and the trend needs the"
+                    f" first plus a window of {c.window} (a run of {10 * c.window + 1} steps or more)",
+                    [_ev(first_record)])
+        window = later[-c.window:]
+        values = [float(getattr(f, c.field)) for _, f in window]
+        median, start = statistics.median(values), float(getattr(first, c.field))
+        ok = median < start if c.relation == "below" else median > start
+        shown = ", ".join(f"step {f.step}: {getattr(f, c.field):g}" for _, f in window)
+        message = (f"the median {c.field} of the last {c.window} step lines ({shown}) is {median:g},"
+                   f" {'' if ok else 'not '}{c.relation} the first one's (step {first.step}: {start:g})")
+        return ok, message, [_ev(first_record), *(_ev(r) for r, _ in window)]

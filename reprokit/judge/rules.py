@@ -83,7 +83,18 @@ class CompareCheck:
     other: str
 
 
-Check = Union[PatternCheck, StepsCheck, OrderCheck, ReferenceCheck, CompareCheck]
+@dataclass(frozen=True)
+class TrendCheck:
+    """The median of a step field over the last ``window`` step lines (the first one never among
+    them) is ``relation`` (below, above) its value at the first step line. One batch's spike
+    moves a median of three or more lines by at most one place, so it cannot flip the verdict."""
+
+    field: str
+    window: int
+    relation: str
+
+
+Check = Union[PatternCheck, StepsCheck, OrderCheck, ReferenceCheck, CompareCheck, TrendCheck]
 
 
 @dataclass(frozen=True)
@@ -141,6 +152,7 @@ _KINDS: dict[str, tuple[set[str], set[str]]] = {  # kind -> (required, optional)
     "order": ({"earlier", "later"}, set()),
     "reference": ({"field", "at"}, {"value", "lower", "upper", "unit"}),
     "compare": ({"field", "at"}, {"below", "above"}),
+    "trend": ({"field", "window"}, {"below", "above"}),
 }
 _PATTERN_COMPANIONS = ("count", "kind")
 
@@ -248,7 +260,15 @@ class _Reader:
                                   str(body.get("unit", "")))
         relations = [key for key in ("below", "above") if key in body]
         if len(relations) != 1:
-            self.fail("compare needs exactly one of below, above")
+            self.fail(f"{kind} needs exactly one of below, above")
+        if kind == "trend":
+            window = body["window"]
+            if isinstance(window, bool) or not isinstance(window, int) or window < 3:
+                self.fail(f"trend.window must be a whole number of at least 3 (a median that one spike"
+                          f" cannot flip), got {window!r}")
+            if body[relations[0]] != "first":
+                self.fail(f"trend.{relations[0]} must be first, got {body[relations[0]]!r}")
+            return TrendCheck(body["field"], window, relations[0])
         ends = (body["at"], body[relations[0]])
         if not set(ends) <= {"first", "last"} or ends[0] == ends[1]:
             self.fail(f"compare.at and compare.{relations[0]} must be first and last, got {ends}")

@@ -46,7 +46,7 @@ BAD = [
     ("repeated_step.log", "standalone", 50, {"format"}, {"steps_every_ten_from_zero"}),
     ("stopped_early.log", "standalone", 100, BOTH, {"steps_reach_last_logged_step"}),
     ("first_loss_high.log", "standalone", 30, BOTH, {"first_loss_near_initial"}),
-    ("loss_rising.log", "standalone", 30, BOTH, {"loss_falls"}),
+    ("loss_rising.log", "standalone", 51, BOTH, {"loss_falls"}),
     # A clock stepping back makes the duration negative: both rates go negative together.
     ("negative_rate.log", "standalone", 30, BOTH,
      {"examples_per_sec_positive", "sec_per_batch_positive"}),
@@ -233,9 +233,43 @@ def test_the_summary_lists_each_failure_with_its_evidence_and_ends_in_fail(
     assert (False, ["loss_falls"]) == (summary.passed, summary.failed)
     assert ["9 rules checked, 1 failed", "FAIL"] == summary.lines[-2:]
     at = summary.lines.index(next(l for l in summary.lines if l.startswith("FAIL loss_falls")))
-    assert f"    {path}:8: 2026-12-02 15:40:12.345678: step 0, loss = 4.69" \
+    assert f"    {path}:8: 2026-12-02 15:40:12.000000: step 0, loss = 4.69" \
         " (11.4 examples/sec; 11.200 sec/batch)" == summary.lines[at + 1]
     assert summary.text.endswith("\nFAIL")
+
+
+def _loss_falls(rules: list[Rule], records: list[LogRecord]) -> Verdict:
+    verdicts = check_logs("standalone", records, rules, article_context("standalone"), {"format"})
+    return next(v for v in verdicts if v.rule == "loss_falls")
+
+
+def test_one_spike_at_the_last_step_cannot_flip_the_falling_loss(rules: list[Rule]) -> None:
+    """A real quick run's standalone: 4.68 at step 0, 3.28 at 30, 5.00 at 50. The last line alone
+    is above step 0; the median of the last three (3.35) is well below it."""
+    verdict = _loss_falls(rules, trainer_log("loss_spike_at_last_step.log", "standalone"))
+    assert verdict.passed
+    assert "of the last 3 step lines (step 30: 3.28, step 40: 3.35, step 50: 5) is 3.35, below" \
+        in verdict.message
+    assert [8, 11, 12, 13] == [e.line for e in verdict.evidence]
+
+
+def test_a_log_too_short_for_a_trend_is_not_judged_and_says_so(rules: list[Rule]) -> None:
+    """Three step lines (a 21-step run) are the first plus two: a window of three cannot be
+    filled, so the rule does not judge, and its message says why (not a silent pass)."""
+    records = trainer_log("loss_rising.log", "standalone")
+    short = [r for r in records if r.step is None or r.step.step <= 20]
+    verdict = _loss_falls(rules, short)
+    assert verdict.passed
+    assert verdict.message.startswith("not judged: 3 step lines, and the trend needs the first plus a window of 3")
+
+
+def test_a_trend_window_under_three_is_refused(tmp_path: Path) -> None:
+    """A median of two is a mean: one spike would flip it again."""
+    bad = tmp_path / "rules.yaml"
+    bad.write_text("rules:\n  - name: r\n    description: d\n    applies_to: [standalone]\n"
+                   "    scope: format\n    trend: {field: loss, window: 2, below: first}\n")
+    with pytest.raises(RulesError, match="trend.window must be a whole number of at least 3"):
+        load_rules(bad)
 
 
 def test_no_verdict_at_all_is_a_fail() -> None:
