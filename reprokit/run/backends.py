@@ -1,19 +1,18 @@
-"""What a backend is, and the one place that builds one from its name.
+"""What a backend is: the protocol the experiment, the benchmark and `invoke client` see.
 
 A backend turns roles into running things (processes, containers, processes in host namespaces)
-and hands them to the runner. The experiment, the benchmark and `invoke client` see only this
-protocol.
+and hands them to the runner. Every backend imports this module and nothing imports a backend
+from here: registry.py builds them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
-from reprokit import commands
-from reprokit.errors import KitError
 from reprokit.run.cluster import Cluster
+from reprokit.run.process import still_running
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress
 
@@ -37,30 +36,12 @@ class Backend(Protocol):
 
     def cluster(self, workers: int) -> Cluster: ...
     def exposure(self, cluster: Cluster) -> Exposure: ...
-    def facts(self) -> dict: ...
+    def facts(self) -> dict[str, str]: ...
     def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome: ...
     def teardown(self) -> list[str]: ...
 
 
-def make_backend(settings: Any, name: str, isolation: str = "auto", link: str = "none",
-                 placement: dict[str, str] | None = None, echo: commands.Echo | None = None) -> Backend:
-    """The backend called ``name``, with the settings' probe timeout and watchdog; `isolation`
-    is the local backend's, `link` the hosts backend's, `placement` the swarm backend's."""
-    watchdog = settings.watchdog
-    if name == "local":
-        from reprokit.run.local import LocalBackend
-
-        return LocalBackend(isolation, probe_timeout_s=settings.probe_timeout_s, watchdog=watchdog)
-    if name == "docker":
-        from reprokit.run.containers.backend import DockerBackend
-
-        return DockerBackend(settings, watchdog=watchdog)
-    if name == "hosts":
-        from reprokit.run.hosts import HostsBackend
-
-        return HostsBackend(link, probe_timeout_s=settings.probe_timeout_s, watchdog=watchdog)
-    if name == "swarm":
-        from reprokit.run.swarm.backend import SwarmBackend
-
-        return SwarmBackend(settings, placement=placement, watchdog=watchdog, echo=echo or commands.silent)
-    raise KitError(f"unknown backend {name!r}", f"choose one of {', '.join(BACKENDS)}")
+def left_running(backend: Backend, outcomes: dict[str, Outcome]) -> list[str]:
+    """What a reproduction leaves behind at its end (should be nothing): what the backend's
+    teardown could not remove, then the PIDs of any role of its runs still alive."""
+    return backend.teardown() + [str(pid) for pid in still_running(outcomes)]

@@ -12,6 +12,8 @@ from reprokit.errors import KitError, PortBusyError
 
 # The article's cluster, as its interactive Pythons build it.
 ARTICLE_CLUSTER = {"ps": ["172.17.0.2:2222"], "worker": ["172.17.0.3:2222", "172.17.0.4:2222"]}
+# Every server of the article's cluster listens on port 2222 of its own host (or container).
+SERVER_PORT = 2222
 LAYOUTS = ("article", "spread")
 
 
@@ -39,7 +41,7 @@ class Cluster:
         return {"ps": self.ps, **{f"worker{i}": a for i, a in enumerate(self.workers)}}
 
 
-def local_cluster(workers: int, host: str = "127.0.0.1", first_port: int = 2222) -> Cluster:
+def local_cluster(workers: int, host: str = "127.0.0.1", first_port: int = SERVER_PORT) -> Cluster:
     """All roles on one host: ps on first_port, worker i on first_port + 1 + i."""
     if workers < 1:
         raise KitError(f"a cluster needs at least 1 worker, got {workers}")

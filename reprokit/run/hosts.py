@@ -18,15 +18,13 @@ from reprokit.errors import ClusterError
 from reprokit.names import CLIENT, PS, ROLE_SERVER, cluster_roles, worker_index
 from reprokit.run import netns
 from reprokit.run.backends import Exposure
-from reprokit.run.cluster import Cluster
+from reprokit.run.cluster import SERVER_PORT, Cluster
 from reprokit.run.links import parse_link
-from reprokit.run.local import NAMESPACE_FIXES, Isolation, run_plan
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Watchdog
+from reprokit.run.supervised import Isolation, run_plan
 from reprokit.run.supervisor import Plan
 from reprokit.run.topology import BRIDGE_ADDRESS, PREFIX, SUBNET, host_addresses
-
-SERVER_PORT = 2222
 
 
 def role_addresses(roles: list[RoleSpec]) -> dict[str, str]:
@@ -47,12 +45,13 @@ class HostsBackend:
     role_server = str(ROLE_SERVER)
     client_waits = False
 
-    def __init__(self, link: str = "none", probe_timeout_s: float = 60.0, watchdog: Watchdog = Watchdog()) -> None:
+    def __init__(self, link: str = "none", *, probe_timeout_s: float = 60.0, watchdog: Watchdog = Watchdog()) -> None:
         self.link = parse_link(link)
         available, reason = netns.isolation_available()
         if not available:
             raise ClusterError(f"the hosts backend needs network namespaces, and none can be made here: {reason}",
-                               f"it never falls back to the host network: {NAMESPACE_FIXES}, or use --backend docker")
+                               f"it never falls back to the host network: {netns.NAMESPACE_FIXES}, "
+                               "or use --backend docker")
         missing = [tool for tool in ("ip", "tc", "nsenter") if shutil.which(tool) is None]
         if missing:
             raise ClusterError(f"the hosts backend needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
@@ -69,7 +68,7 @@ class HostsBackend:
         return Exposure(f"each role's own namespace on the run's private bridge ({SUBNET}.0/{PREFIX}), inside a "
                         "network namespace of the run's own: nothing outside the run", beyond_run=False)
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, str]:
         return {"backend": self.name, "link": self.link.name + ("" if self.link.bits_per_s else " (unshaped)"),
                 "hosts": ", ".join(f"{role} {address}" for role, address in self.addresses.items()),
                 "bridge": f"{BRIDGE_ADDRESS}/{PREFIX} (the supervisor's end)",

@@ -4,45 +4,27 @@ The cluster runs inside a private network namespace (see netns.py): its only int
 own loopback, so nothing outside the run can reach the unauthenticated TensorFlow servers. The
 host network is used only when asked for (`--isolation none`). The standalone trainer needs no
 network and runs beside it. A supervisor process (supervisor.py) runs the roles with the runner
-inside the namespace; this side starts it, relays its progress and reads its outcome.
+inside the namespace; supervised.py starts it, relays its progress and reads its outcome.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
-import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from reprokit import PACKAGE_PARENT, commands
 from reprokit.errors import ClusterError, KitError
-from reprokit.files import write_text
 from reprokit.names import ROLE_SERVER
 from reprokit.run import netns
 from reprokit.run.backends import Exposure
-from reprokit.run.cluster import Cluster, local_cluster, require_free_ports
+from reprokit.run.cluster import SERVER_PORT, Cluster, local_cluster, require_free_ports
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Watchdog
-from reprokit.run.signals import sigterm_interrupts
-from reprokit.run.supervisor import PARENT_ENV, Plan
+from reprokit.run.supervised import Isolation, run_plan
+from reprokit.run.supervisor import Plan
 
 ISOLATION_MODES = ("auto", "netns", "none")
-STOP_GRACE_S = 20.0
-NAMESPACE_FIXES = ("run as root, or allow unprivileged user namespaces (on Ubuntu 23.10 and later: "
-                   "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`)")
-ISOLATION_FIXES = (NAMESPACE_FIXES + ", or pass --isolation none to run the servers on this machine's network, "
-                   "reachable by anyone who can reach it")
-
-
-@dataclass(frozen=True)
-class Isolation:
-    """Whether the cluster gets its own network namespace, and why not if not."""
-
-    isolated: bool
-    reason: str = ""
+ISOLATION_FIXES = (netns.NAMESPACE_FIXES + ", or pass --isolation none to run the servers on this machine's "
+                   "network, reachable by anyone who can reach it")
 
 
 def choose_isolation(mode: str) -> Isolation:
@@ -59,46 +41,6 @@ def choose_isolation(mode: str) -> Isolation:
     raise ClusterError(f"no private network namespace for the cluster: {reason}", ISOLATION_FIXES)
 
 
-def run_plan(plan: Plan, *, isolation: Isolation, progress: Progress | None = None) -> Outcome:
-    """Run a plan under a supervisor process; Ctrl-C or SIGTERM stop every role."""
-    run_dir = Path(plan.run_dir)
-    plan_path = run_dir / f"{plan.main}.plan.json"
-    write_text(plan_path, plan.to_json())
-    argv = [sys.executable, "-m", "reprokit.run.supervisor", str(plan_path)]
-    if isolation.isolated:
-        argv = netns.unshare_prefix() + argv
-    env = {**os.environ, PARENT_ENV: str(os.getpid()),
-           "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_PARENT, os.environ.get("PYTHONPATH")]))}
-    outcome: Outcome | None = None
-    with (run_dir / f"{plan.main}.supervisor.log").open("w") as sup_log, sigterm_interrupts():
-        # Its own session: a Ctrl-C reaches only us, and we stop it in order.
-        proc = commands.spawn(argv, env=env, stderr=sup_log, new_session=True)
-        try:
-            for line in proc.stdout:  # type: ignore[union-attr]
-                event = json.loads(line)
-                if "progress" in event and progress is not None:
-                    progress(*event["progress"])
-                elif "outcome" in event:
-                    outcome = Outcome(**event["outcome"])
-            proc.wait()
-        except BaseException:  # Ctrl-C, SIGTERM, or a failing progress callback: stop, never leave it
-            _stop(proc)
-            raise
-    if outcome is None:
-        raise ClusterError(f"the supervisor of {plan.main} exited with code {proc.returncode} and sent no outcome",
-                           f"see {run_dir / (plan.main + '.supervisor.log')}")
-    return outcome
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        proc.kill()  # its roles die with it (their death signal)
-        proc.wait()
-
-
 class LocalBackend:
     """Roles as processes here; the cluster in its own network namespace unless told otherwise."""
 
@@ -107,7 +49,7 @@ class LocalBackend:
     role_server = str(ROLE_SERVER)
     client_waits = False
 
-    def __init__(self, isolation: str = "auto", first_port: int = 2222, probe_timeout_s: float = 60.0,
+    def __init__(self, isolation: str = "auto", first_port: int = SERVER_PORT, *, probe_timeout_s: float = 60.0,
                  watchdog: Watchdog = Watchdog()) -> None:
         self.isolation = choose_isolation(isolation)
         self.first_port = first_port
@@ -124,7 +66,7 @@ class LocalBackend:
         return Exposure(f"every interface of this machine, TCP ports {ports[0]}-{ports[-1]} "
                         f"(unauthenticated; {self.isolation.reason})", beyond_run=True)
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, str]:
         return {
             "backend": self.name,
             "isolation": "private network namespace" if self.isolation.isolated else "none",

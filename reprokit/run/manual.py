@@ -12,6 +12,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,9 +21,10 @@ from reprokit.errors import ClusterError, KitError
 from reprokit.names import ROLE_SERVER
 from reprokit.run.backends import Exposure
 from reprokit.run.cluster import Cluster
-from reprokit.run.local import LocalBackend
 from reprokit.run.roles import RoleSpec, server_role
 from reprokit.run.runner import Outcome, Progress, Watchdog, signal_phrase
+from reprokit.run.supervised import Isolation, run_plan
+from reprokit.run.supervisor import Plan
 
 SERVE_WARNING = ("TensorFlow's gRPC server is unauthenticated and listens on every interface of this "
                  "machine: anyone who can reach {port} can run any op on it, file reads and writes included")
@@ -71,12 +73,13 @@ class ExternalCluster:
     """A backend for a cluster whose servers run elsewhere: only the client runs here."""
 
     name = "external"
+    python = sys.executable
+    role_server = str(ROLE_SERVER)
     client_waits = False
 
     def __init__(self, cluster: Cluster, probe_timeout_s: float = 60.0, watchdog: Watchdog = Watchdog()) -> None:
         self.given = cluster
-        self.local = LocalBackend("none", probe_timeout_s=probe_timeout_s, watchdog=watchdog)
-        self.python, self.role_server = self.local.python, self.local.role_server
+        self.probe_timeout_s, self.watchdog = probe_timeout_s, watchdog
 
     def cluster(self, workers: int) -> Cluster:
         if workers != len(self.given.workers):
@@ -87,13 +90,15 @@ class ExternalCluster:
         return Exposure(f"no server is started here; the cluster's servers ({', '.join(cluster.addresses().values())})"
                         " listen where `invoke ps` and `invoke worker` started them", beyond_run=False)
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, str]:
         return {"backend": self.name, "cluster": str(self.given.spec), "exposed": self.exposure(self.given).where}
 
     def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
-        # The client alone, on any CPU: this machine runs nothing else of the cluster.
+        # The client alone, on any CPU: this machine runs nothing else of the cluster. It runs on
+        # the host network, the only one from which the servers elsewhere can be reached.
         client = [replace(r, cpus="") for r in roles if r.name == main]
-        return self.local.run(run_dir, client, main, progress)
+        plan = Plan(str(run_dir), client, main, self.probe_timeout_s, False, self.watchdog)
+        return run_plan(plan, isolation=Isolation(False, "the servers run elsewhere"), progress=progress)
 
     def teardown(self) -> list[str]:
         return []

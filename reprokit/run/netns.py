@@ -16,6 +16,9 @@ import struct
 
 from reprokit import commands
 
+# How to make namespaces available: said by every backend that needs them and cannot have them.
+NAMESPACE_FIXES = ("run as root, or allow unprivileged user namespaces (on Ubuntu 23.10 and later: "
+                   "`sudo sysctl kernel.apparmor_restrict_unprivileged_userns=0`)")
 _SIOCGIFFLAGS = 0x8913
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP = 0x1

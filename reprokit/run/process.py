@@ -39,7 +39,7 @@ class ProcessHandle:
         self.spec = role
         self.argv = role_argv(role, enter)
         self.pid: int | None = None
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen[str] | None = None
         self.pump = LogPump(log_path(run_dir, role.name))
         self.probe_host = probe_host  # where to connect to probe it, if not the host of its address
 

@@ -19,6 +19,11 @@ from reprokit.files import make_folder
 SOURCE = Path(__file__).resolve().parent / "native" / "request_ids.c"
 
 
+def native_dir(build_dir: Path) -> Path:
+    """Where the built library goes (containers mount it at the same path)."""
+    return build_dir / "native"
+
+
 @dataclass(frozen=True)
 class RequestIdFix:
     """The built library, or why there is none."""
@@ -43,7 +48,7 @@ def build(build_dir: Path, enabled: bool = True) -> RequestIdFix:
     if compiler is None:
         return RequestIdFix(None, "no C compiler (cc) here to build it; install gcc to turn it on")
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
-    library = make_folder(build_dir / "native") / f"librequest_ids-{digest}.so"
+    library = make_folder(native_dir(build_dir)) / f"librequest_ids-{digest}.so"
     if not library.is_file():
         partial = library.with_suffix(".so.partial")
         code, output = commands.attempt([compiler, "-O2", "-shared", "-fPIC", "-o", str(partial), str(SOURCE)])

@@ -10,19 +10,24 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TypedDict
 
 from reprokit import PACKAGE_PARENT
 from reprokit.names import CLIENT, PS, STANDALONE, hostname, server_name, worker
 from reprokit.run.cluster import Cluster
 
-# The programs a run can train (patches/series): the article's two trainers, and the lesson's,
-# stacked on them, whose standalone trainer is its cluster trainer's fair baseline.
-PROGRAMS: dict[str, dict[str, str]] = {
-    "article": {"standalone": "cifar10_standalone_train.py", "cluster": "cifar10_cluster_train.py"},
-    "lesson": {"standalone": "cifar10_lesson_standalone_train.py", "cluster": "cifar10_lesson_cluster_train.py"},
-}
 # Unbuffered output: the kit follows the step lines while a run is going.
 BASE_ENV = {"PYTHONUNBUFFERED": "1"}
+
+
+class RoleJson(TypedDict):
+    """A RoleSpec as the supervisor's plan file holds it."""
+
+    name: str
+    argv: list[str]
+    cpus: str
+    env: dict[str, str]
+    address: str | None
 
 
 @dataclass(frozen=True)
@@ -43,11 +48,11 @@ class RoleSpec:
     def hostname(self) -> str:
         return hostname(self.name)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> RoleJson:
         return {"name": self.name, "argv": self.argv, "cpus": self.cpus, "env": self.env, "address": self.address}
 
     @classmethod
-    def from_json(cls, data: dict) -> "RoleSpec":
+    def from_json(cls, data: RoleJson) -> "RoleSpec":
         return cls(data["name"], list(data["argv"]), data["cpus"], dict(data["env"]), data["address"])
 
 

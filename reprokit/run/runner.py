@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from reprokit.errors import ClusterError, KitError
 from reprokit.names import log_path
@@ -40,7 +40,13 @@ class Outcome:
     cpu_seconds: dict[str, float] = field(default_factory=dict)  # per role, last sample before it ended
     interfaces: list[str] = field(default_factory=list)  # the network the roles saw: ['lo'] when isolated
     left: list[str] = field(default_factory=list)  # what teardown could not remove, with the reason
-    network: dict[str, Any] = field(default_factory=dict)  # the hosts backend: addresses, link, bytes
+    network: dict[str, object] = field(default_factory=dict)  # the hosts backend: addresses, link, bytes
+
+    def add_leftovers(self, left: list[str]) -> None:
+        """What a teardown could not remove: the run fails, and its message names each one."""
+        if left:
+            self.ok, self.left = False, self.left + left
+            self.message = (self.message + "\n" if self.message else "") + "could not remove: " + ", ".join(left)
 
 
 @dataclass(frozen=True)
@@ -172,12 +178,10 @@ class Runner:
         self._progress()  # the last step lines, written while the roles stopped
         if died is not None:  # after teardown: the role's log pump has written its last lines
             message = str(self._death(died.role, died.when))
-        if left:
-            message = (message + "\n" if message else "") + "could not remove: " + ", ".join(left)
-        return Outcome(ok and not left, message, {n: h.returncode() for n, h in self.handles.items()
-                                                  if h in self.started},
-                       {h.spec.name: h.pid for h in self.started if h.pid is not None},
-                       self.timings, self.cpu, [], left)
+        outcome = Outcome(ok, message, {n: h.returncode() for n, h in self.handles.items() if h in self.started},
+                          {h.spec.name: h.pid for h in self.started if h.pid is not None}, self.timings, self.cpu)
+        outcome.add_leftovers(left)
+        return outcome
 
     # -- the stages -------------------------------------------------------------------------
 

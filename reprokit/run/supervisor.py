@@ -63,7 +63,7 @@ def outcome_path(run_dir: str | Path, main: str) -> Path:
     return Path(run_dir) / f"{main}{OUTCOME_SUFFIX}"
 
 
-def _emit(event: dict) -> None:
+def _emit(event: dict[str, object]) -> None:
     sys.stdout.write(json.dumps(event) + "\n")
     sys.stdout.flush()
 
@@ -84,9 +84,7 @@ def supervise(plan: Plan, stop: threading.Event | None = None) -> Outcome:
         outcome = Outcome(False, str(error))
     finally:
         left = topology.close()
-    if left:
-        outcome.ok, outcome.left = False, outcome.left + left
-        outcome.message = (outcome.message + "\n" if outcome.message else "") + "could not remove: " + ", ".join(left)
+    outcome.add_leftovers(left)
     return outcome
 
 

@@ -15,7 +15,6 @@ import os
 import subprocess
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from reprokit import commands
 from reprokit.errors import ClusterError
@@ -43,7 +42,7 @@ def _ns(pid: int) -> str:
 class Host:
     role: str
     address: str
-    holder: subprocess.Popen
+    holder: subprocess.Popen[str]
     device: str  # its link's end on the bridge: what it receives leaves here, what it sends arrives
 
     @property
@@ -145,7 +144,7 @@ class TrafficMeter:
     def on_step(self, step: int) -> None:
         self.samples.append((step, self.topology.traffic()))
 
-    def report(self) -> dict[str, Any]:
+    def report(self) -> dict[str, object]:
         end = self.samples[-1][1] if self.samples else self.topology.traffic()
         first = self.samples[1] if len(self.samples) > 2 else None
         steps = (self.samples[-1][0] - first[0]) if first else 0

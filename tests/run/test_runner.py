@@ -197,6 +197,20 @@ def test_a_stop_request_interrupts_the_run_and_stops_every_role(tmp_path: Path):
     assert {"ps": -signal.SIGTERM, "client": -signal.SIGTERM} == outcome.exit_codes
 
 
+def test_leftovers_fail_an_outcome_and_are_named_after_its_own_message():
+    """Each teardown's leftovers add up; a run that passed fails once anything is left."""
+    outcome = Outcome(True, "worker0 died", left=["container a (busy)"])
+    outcome.add_leftovers(["network n (in use)"])
+    assert (False, "worker0 died\ncould not remove: network n (in use)", ["container a (busy)", "network n (in use)"]) \
+        == (outcome.ok, outcome.message, outcome.left)
+
+
+def test_no_leftovers_leave_an_outcome_as_it_was():
+    outcome = Outcome(True, "")
+    outcome.add_leftovers([])
+    assert Outcome(True, "") == outcome
+
+
 def test_still_running_lists_only_live_pids(tmp_path: Path):
     """A live process's pid is listed, a finished one's is not."""
     live = subprocess.Popen([PY, "-c", SILENT])

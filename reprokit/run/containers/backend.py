@@ -14,14 +14,14 @@ from __future__ import annotations
 import os
 import secrets
 from pathlib import Path
-from typing import Any
+
+from docker.models.networks import Network
 
 import docker
 from reprokit.errors import DockerError
 from reprokit.names import IMAGE_ROLE_SERVER
 from reprokit.run.backends import Exposure
 from reprokit.run.cluster import Cluster
-from reprokit.run.containers import image as imagelib
 from reprokit.run.containers.engine import (
     OWNER_LABEL,
     Leftover,
@@ -30,43 +30,18 @@ from reprokit.run.containers.engine import (
     remove_leftovers,
 )
 from reprokit.run.containers.handle import SDK_ERRORS, ContainerHandle
+from reprokit.run.containers.image import choose_image
+from reprokit.run.containers.mounts import RunInputs, run_mounts
 from reprokit.run.containers.owners import judge_owner, owner_token
 from reprokit.run.containers.specs import (
     Placement,
     docker_cluster,
     labels,
     network_name,
-    run_mounts,
 )
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Runner, Watchdog
 from reprokit.run.signals import sigterm_interrupts
-
-IMAGE_ENV = "REPROKIT_IMAGE"
-
-
-def choose_base(client: docker.DockerClient | None = None) -> str:
-    """The registry base if it is here; else the offline base if that is here; else the
-    registry base (which `build_image` then pulls)."""
-    client = client or connect()
-    if imagelib.find_image(imagelib.REGISTRY_BASE, client) is None and \
-            imagelib.find_image(imagelib.OFFLINE_BASE, client) is not None:
-        return imagelib.OFFLINE_BASE
-    return imagelib.REGISTRY_BASE
-
-
-def default_image(client: docker.DockerClient, root: Path = imagelib.ROOT) -> str:
-    """The tag `invoke build-image` makes here, on `choose_base`'s base; a DockerError saying
-    how to get a base when none is here. Nothing is pulled: picking an image must not
-    download 2 GB behind a person's back."""
-    base = choose_base(client)
-    if imagelib.find_image(base, client) is None:
-        raise DockerError(
-            f"no base for the kit's image here: neither {imagelib.REGISTRY_BASE} nor {imagelib.OFFLINE_BASE}",
-            "run `invoke build-image` (pulls the registry base); with no registry: `invoke build-base-image`, "
-            "`invoke download-wheels`, then `invoke build-image`",
-        )
-    return imagelib.expected_tag(base, client, root)
 
 
 def orphans(client: docker.DockerClient) -> tuple[list[Leftover], list[tuple[Leftover, str]]]:
@@ -86,14 +61,13 @@ class DockerBackend:
     role_server = IMAGE_ROLE_SERVER
     client_waits = False
 
-    def __init__(self, settings: Any, image: str | None = None, *, client: docker.DockerClient | None = None,
-                 probe_timeout_s: float | None = None, watchdog: Watchdog = Watchdog()) -> None:
-        self.settings = settings
+    def __init__(self, inputs: RunInputs, image: str | None = None, *, client: docker.DockerClient | None = None,
+                 probe_timeout_s: float = 60.0, watchdog: Watchdog = Watchdog()) -> None:
+        """``image``: a tag; None picks one (`choose_image`)."""
+        self.inputs = inputs
         self.client = client or connect()
-        self.probe_timeout_s: float = probe_timeout_s or float(getattr(settings, "probe_timeout_s", 60.0))
-        self.watchdog = watchdog
-        tag = image or os.environ.get(IMAGE_ENV) or getattr(settings, "image", "") or default_image(self.client)
-        self.image = imagelib.require_image(tag, self.client)
+        self.probe_timeout_s, self.watchdog = probe_timeout_s, watchdog
+        self.image = choose_image(image, self.client)
         self.owner = owner_token()
         self.networks: list[str] = []
         # A run killed with SIGKILL could not clean up; its owner is gone, so nobody else will.
@@ -111,9 +85,9 @@ class DockerBackend:
         """Where this run's containers go, with the run's folders at the same paths as here."""
         token = secrets.token_hex(3)
         return Placement(self.image.tag, network_name(run_dir.name, token), token, run_dir.name, self.owner,
-                         run_mounts(self.settings, run_dir), f"{os.getuid()}:{os.getgid()}")
+                         run_mounts(self.inputs, run_dir), f"{os.getuid()}:{os.getgid()}")
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, str]:
         return {
             "backend": self.name,
             "image": self.image.tag,
@@ -125,7 +99,7 @@ class DockerBackend:
             "leftovers_kept": "; ".join(f"{o.kind} {o.name}: {why}" for o, why in self.kept),
         }
 
-    def _create_network(self, place: Placement) -> Any:
+    def _create_network(self, place: Placement) -> Network:
         try:
             # internal: no route out of it; the roles need none, and nothing they run reaches out.
             return self.client.networks.create(place.network, driver="bridge", internal=True,
@@ -148,14 +122,10 @@ class DockerBackend:
                                  watchdog=self.watchdog, progress=progress).run()
             finally:
                 left = self._remove_network(network, place)
-        if left:
-            outcome.left += left
-            outcome.ok = False
-            outcome.message = (outcome.message + "\n" if outcome.message else "") + "could not remove: " + \
-                ", ".join(left)
+        outcome.add_leftovers(left)
         return outcome
 
-    def _remove_network(self, network: Any, place: Placement) -> list[str]:
+    def _remove_network(self, network: Network, place: Placement) -> list[str]:
         try:
             network.remove()
         except docker.errors.NotFound:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import docker.errors
 import requests
@@ -20,6 +19,7 @@ import docker
 from reprokit import commands
 from reprokit.errors import DockerError
 from reprokit.names import log_path
+from reprokit.run.containers.engine_json import ContainerState, ContainerStats
 from reprokit.run.containers.specs import (
     Placement,
     container_kwargs,
@@ -48,7 +48,7 @@ class ContainerHandle:
         self.container: Container | None = None
         self.pump = LogPump(log_path(run_dir, role.name))
         self.engine_error = ""
-        self.last: dict[str, Any] = {}  # the state when last read: death() is asked after teardown
+        self.last: ContainerState = {}  # the state when last read: death() is asked after teardown
 
     def start(self) -> None:
         self.pump.note(commands.shown(docker_run_argv(self.kwargs)))
@@ -70,7 +70,7 @@ class ContainerHandle:
         except SDK_ERRORS as error:
             yield stamped(f"reprokit: the log stream ended early: {error}")
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> ContainerState:
         if self.container is None:
             return {}
         try:
@@ -105,7 +105,7 @@ class ContainerHandle:
         if self.container is None:
             return None
         try:
-            stats: dict = self.container.stats(stream=False, one_shot=True)
+            stats: ContainerStats = self.container.stats(stream=False, one_shot=True)
             used = stats["cpu_stats"]["cpu_usage"]["total_usage"]
         except (*SDK_ERRORS, KeyError, TypeError):
             return None

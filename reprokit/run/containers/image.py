@@ -1,4 +1,5 @@
-"""The image the roles run in: a tag that hashes its inputs, the build, and a check inside it.
+"""The image the roles run in: a tag that hashes its inputs, the build, a check inside it, and
+which image a run uses when none is named.
 
 One docker/Dockerfile serves two bases: the registry's ``tensorflow/tensorflow:2.21.0``, or the
 offline Debian base plus wheels (see ``reprokit.run.containers.offline``). The tag hashes every input, so an
@@ -8,11 +9,11 @@ existing tag means "already built from exactly these" and the build is skipped.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import docker.errors
 from docker.models.images import Image
@@ -21,12 +22,14 @@ import docker
 from reprokit.commands import Echo, silent
 from reprokit.errors import DockerError
 from reprokit.run.containers.engine import RUN_LABEL, connect
+from reprokit.run.containers.engine_json import BuildChunk
 
 TF_VERSION = "2.21.0"
 TF_REQUIREMENT = f"tensorflow-cpu=={TF_VERSION}"
 REGISTRY_BASE = f"tensorflow/tensorflow:{TF_VERSION}"
 OFFLINE_BASE = "reprokit/debian-base:bookworm"
 IMAGE_REPOSITORY = "reprokit/tf-cluster"
+IMAGE_ENV = "REPROKIT_IMAGE"  # the image a run uses when the command line names none
 ROOT = Path(__file__).resolve().parents[3]
 DOCKERFILE = "docker/Dockerfile"
 ROLE_SERVER = "reprokit/run/role_server.py"
@@ -113,6 +116,35 @@ def require_image(tag: str, client: docker.DockerClient | None = None) -> ImageI
     return found
 
 
+def choose_base(client: docker.DockerClient | None = None) -> str:
+    """The registry base if it is here; else the offline base if that is here; else the
+    registry base (which `build_image` then pulls)."""
+    client = client or connect()
+    if find_image(REGISTRY_BASE, client) is None and find_image(OFFLINE_BASE, client) is not None:
+        return OFFLINE_BASE
+    return REGISTRY_BASE
+
+
+def default_image(client: docker.DockerClient, root: Path = ROOT) -> str:
+    """The tag `invoke build-image` makes here, on `choose_base`'s base; a DockerError saying
+    how to get a base when none is here. Nothing is pulled: picking an image must not
+    download 2 GB behind a person's back."""
+    base = choose_base(client)
+    if find_image(base, client) is None:
+        raise DockerError(
+            f"no base for the kit's image here: neither {REGISTRY_BASE} nor {OFFLINE_BASE}",
+            "run `invoke build-image` (pulls the registry base); with no registry: `invoke build-base-image`, "
+            "`invoke download-wheels`, then `invoke build-image`",
+        )
+    return expected_tag(base, client, root)
+
+
+def choose_image(tag: str | None, client: docker.DockerClient) -> ImageInfo:
+    """The image a run's roles use: the one named, else $REPROKIT_IMAGE, else `default_image`;
+    a DockerError saying how to build it when it is not here."""
+    return require_image(tag or os.environ.get(IMAGE_ENV) or default_image(client), client)
+
+
 def read_inputs(
     base: str, base_id: str, root: Path = ROOT, tf_requirement: str = TF_REQUIREMENT
 ) -> ImageInputs:
@@ -138,14 +170,14 @@ class BuildLog:
     error: str = ""
     _partial: str = ""
 
-    def feed(self, chunk: dict[str, Any]) -> None:
+    def feed(self, chunk: BuildChunk) -> None:
         """Take one decoded chunk of ``client.api.build(..., decode=True)``."""
         if "stream" in chunk:
             *lines, self._partial = (self._partial + chunk["stream"]).split("\n")
             for line in lines:
                 self._line(line)
         elif "status" in chunk and "progress" not in chunk:  # a pull by FROM; no progress bars
-            self._line(" ".join(str(chunk[k]) for k in ("status", "id") if k in chunk))
+            self._line(str(chunk["status"]) + (f" {chunk['id']}" if "id" in chunk else ""))
         if "error" in chunk:
             self.finish()
             self.error = str((chunk.get("errorDetail") or {}).get("message") or chunk["error"])
@@ -262,7 +294,7 @@ def build_image(
         "reprokit.base-id": inputs.base_id,
     }
     try:
-        stream: Iterable[dict[str, Any]] = client.api.build(
+        stream: Iterable[BuildChunk] = client.api.build(
             path=str(root),
             dockerfile=DOCKERFILE,
             tag=tag,

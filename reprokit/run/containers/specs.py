@@ -1,4 +1,4 @@
-"""Pure builders for the Docker backend: names, labels, mounts, one container's settings.
+"""Pure builders for the Docker backend: names, labels, one container's settings (its mounts: mounts.py).
 
 The article starts each role by hand (`docker run -it --rm --cpuset-cpus 0 -h tf_paramserver
 -v ~/code:/tmp/code ...`); `container_kwargs` is that command as the SDK's keyword arguments,
@@ -12,13 +12,12 @@ import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
-from reprokit.run.cluster import Cluster
+from reprokit.run.cluster import SERVER_PORT, Cluster
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.roles import RoleSpec, hostname
 
-SERVER_PORT = 2222  # every container listens on its own 2222, as in the article
 ROLE_LABEL = "reprokit.role"
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
 # A self-check from inside the server's own container: its name resolves on the run's network
@@ -62,29 +61,6 @@ def labels(run_id: str, owner: str, role: str | None = None) -> dict[str, str]:
     return found
 
 
-def same_path_mounts(read_only: list[Path], read_write: list[Path]) -> dict[str, dict[str, str]]:
-    """Each host folder at the same absolute path inside: the roles' argv name host paths.
-
-    A folder given both ways is mounted read-write; equal paths are mounted once.
-    """
-    mounts: dict[str, dict[str, str]] = {}
-    for mode, paths in (("ro", read_only), ("rw", read_write)):
-        for path in paths:
-            text = str(Path(path).absolute())
-            mounts[text] = {"bind": text, "mode": mode}
-    return dict(sorted(mounts.items()))
-
-
-def run_mounts(settings: Any, run_dir: Path) -> dict[str, dict[str, str]]:
-    """A run's folders as a container or service sees them: its inputs read-only (the patched
-    sources, the data, and the kit's native fixes once built: an LD_PRELOAD path must read the
-    same inside) and the run folder read-write."""
-    inputs = [Path(settings.sources_dir).resolve(), Path(settings.data_dir).absolute()]
-    native = Path(settings.build_dir).resolve() / "native"
-    inputs += [native] if native.is_dir() else []
-    return same_path_mounts(inputs, [run_dir])
-
-
 @dataclass(frozen=True)
 class Placement:
     """Where a run's containers go: the image, the network, the mounts, who owns what."""
@@ -98,7 +74,38 @@ class Placement:
     user: str = ""  # "uid:gid": files in the run folder belong to whoever ran the kit
 
 
-HARDENING: dict[str, Any] = {
+class Hardening(TypedDict):
+    """What every role's container gives up (see `container_kwargs`)."""
+
+    cap_drop: list[str]
+    security_opt: list[str]
+    read_only: bool
+    tmpfs: dict[str, str]  # path -> mount options
+    pids_limit: int
+
+
+class ContainerKwargs(Hardening):
+    """The keyword arguments of `client.containers.create` that the kit passes."""
+
+    image: str
+    command: list[str]
+    name: str
+    hostname: str
+    labels: dict[str, str]
+    environment: dict[str, str]
+    network: str
+    networking_config: dict[str, dict[str, list[str]]]  # network -> {"Aliases": [...]}
+    volumes: dict[str, dict[str, str]]  # host path -> {"bind": path, "mode": "ro" | "rw"}
+    init: bool
+    auto_remove: bool
+    detach: bool
+    stdin_open: bool
+    tty: bool
+    cpuset_cpus: NotRequired[str]
+    user: NotRequired[str]
+
+
+HARDENING: Hardening = {
     "cap_drop": ["ALL"],
     "security_opt": ["no-new-privileges"],
     "read_only": True,
@@ -107,7 +114,7 @@ HARDENING: dict[str, Any] = {
 }
 
 
-def container_kwargs(role: RoleSpec, place: Placement) -> dict[str, Any]:
+def container_kwargs(role: RoleSpec, place: Placement) -> ContainerKwargs:
     """Keyword arguments of `client.containers.create` for one role.
 
     No port is published: the servers are reachable on the run's bridge network only, by
@@ -116,7 +123,7 @@ def container_kwargs(role: RoleSpec, place: Placement) -> dict[str, Any]:
     through setuid files, a read-only root with a tmpfs where Python and TensorFlow write their
     temporaries, and a cap on processes and threads (TensorFlow starts a few hundred at most).
     """
-    kwargs: dict[str, Any] = {
+    kwargs: ContainerKwargs = {
         "image": place.image,
         "command": list(role.argv),
         "name": container_name(role, place.token),
@@ -140,7 +147,7 @@ def container_kwargs(role: RoleSpec, place: Placement) -> dict[str, Any]:
     return kwargs
 
 
-def docker_run_argv(kwargs: dict[str, Any]) -> list[str]:
+def docker_run_argv(kwargs: ContainerKwargs) -> list[str]:
     """The `docker run` command that does what `kwargs` asks (for logs and the README)."""
     argv = ["docker", "run", "--init", "--name", kwargs["name"], "-h", kwargs["hostname"]]
     argv += [f"--cap-drop={c}" for c in kwargs["cap_drop"]] + [f"--security-opt={o}" for o in kwargs["security_opt"]]

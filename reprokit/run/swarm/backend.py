@@ -13,20 +13,19 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
-from typing import Any
 
 import docker
 from reprokit import commands
 from reprokit.errors import DockerError
 from reprokit.files import write_text
-from reprokit.names import IMAGE_ROLE_SERVER, cluster_roles, hostname
+from reprokit.names import IMAGE_ROLE_SERVER
 from reprokit.run.backends import Exposure
 from reprokit.run.cluster import Cluster
-from reprokit.run.containers.backend import IMAGE_ENV, default_image
 from reprokit.run.containers.engine import OWNER_LABEL, connect
-from reprokit.run.containers.image import require_image
+from reprokit.run.containers.image import choose_image
+from reprokit.run.containers.mounts import RunInputs, run_mounts
 from reprokit.run.containers.owners import judge_owner, owner_token
-from reprokit.run.containers.specs import run_mounts
+from reprokit.run.containers.specs import docker_cluster
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Runner, Watchdog
 from reprokit.run.signals import sigterm_interrupts
@@ -40,7 +39,6 @@ from reprokit.run.swarm.stack import (
     stack_name,
 )
 
-SERVER_PORT = 2222
 GONE_S = 60.0
 USAGE = """The stack file of reprokit run {run_id} ({mode}), as the kit deployed it.
 Deploy it yourself on a swarm whose nodes have the image and these paths:
@@ -49,9 +47,10 @@ Follow it with `docker stack ps {stack}` and `docker service logs -f {stack}_tf_
 remove it with `docker stack rm {stack}`."""
 
 
-def require_swarm(client: docker.DockerClient) -> dict[str, Any]:
-    """The swarm this engine is a manager of; a DockerError saying how to make one otherwise."""
-    info = client.info().get("Swarm") or {}
+def require_swarm(client: docker.DockerClient) -> dict[str, object]:
+    """The swarm this engine is a manager of (`docker info`'s Swarm part); a DockerError saying
+    how to make one otherwise."""
+    info: dict[str, object] = client.info().get("Swarm") or {}
     if info.get("LocalNodeState") != "active":
         raise DockerError("this Docker engine is not part of a swarm",
                           "make one: `docker swarm init` (on one machine: `docker swarm init --advertise-addr "
@@ -70,32 +69,30 @@ class SwarmBackend:
     role_server = IMAGE_ROLE_SERVER
     client_waits = True  # a stack starts every service at once; the client waits in its own task
 
-    def __init__(self, settings: Any, image: str | None = None, *, client: docker.DockerClient | None = None,
-                 placement: dict[str, str] | None = None, probe_timeout_s: float | None = None,
+    def __init__(self, inputs: RunInputs, image: str | None = None, *, client: docker.DockerClient | None = None,
+                 placement: dict[str, str] | None = None, probe_timeout_s: float = 60.0,
                  watchdog: Watchdog = Watchdog(), echo: commands.Echo = commands.silent, deploys: bool = True) -> None:
-        """``deploys=False``: only to write stack files (`invoke stack-file`), no swarm needed."""
-        self.settings, self.echo = settings, echo
+        """``image``: a tag; None picks one (`choose_image`). ``deploys=False``: only to write
+        stack files (`invoke stack-file`), no swarm needed."""
+        self.inputs, self.echo = inputs, echo
         self.client = client or connect()
         self.swarm = require_swarm(self.client) if deploys else {}
-        tag = image or os.environ.get(IMAGE_ENV) or getattr(settings, "image", "") or default_image(self.client)
-        self.image = require_image(tag, self.client)
+        self.image = choose_image(image, self.client)
         self.placement = dict(placement or {})
-        self.probe_timeout_s: float = probe_timeout_s or float(getattr(settings, "probe_timeout_s", 60.0))
-        self.watchdog = watchdog
+        self.probe_timeout_s, self.watchdog = probe_timeout_s, watchdog
         self.owner = owner_token()
         self.stacks: list[str] = []
         self.swept = self._sweep_orphans() if deploys else []
 
     def cluster(self, workers: int) -> Cluster:
         """The services' names, each server on its own port 2222, as the article's containers."""
-        return Cluster(f"{hostname('ps')}:{SERVER_PORT}",
-                       tuple(f"{hostname(r)}:{SERVER_PORT}" for r in cluster_roles(workers) if r.startswith("worker")))
+        return docker_cluster(workers)
 
     def exposure(self, cluster: Cluster) -> Exposure:
         return Exposure("the stack's own internal overlay network only (no port published): its tasks, on "
                         "whichever nodes run them", beyond_run=False)
 
-    def facts(self) -> dict:
+    def facts(self) -> dict[str, str]:
         return {"backend": self.name, "image": self.image.tag, "image_id": self.image.id,
                 "stacks": ", ".join(self.stacks), "nodes": str(self.swarm.get("Nodes", "")),
                 "placement": ", ".join(f"{r}: {c}" for r, c in self.placement.items()) or "Swarm's own",
@@ -104,7 +101,7 @@ class SwarmBackend:
                 "leftovers_removed": ", ".join(self.swept)}
 
     def spec(self, run_dir: Path) -> StackSpec:
-        return StackSpec(self.image.tag, run_dir.name, self.owner, run_mounts(self.settings, run_dir),
+        return StackSpec(self.image.tag, run_dir.name, self.owner, run_mounts(self.inputs, run_dir),
                          f"{os.getuid()}:{os.getgid()}", self.placement)
 
     def write_stack_file(self, run_dir: Path, roles: list[RoleSpec], mode: str) -> tuple[str, Path]:
@@ -130,9 +127,7 @@ class SwarmBackend:
                                  watchdog=self.watchdog, progress=progress).run()
             finally:
                 left = self._remove_stack(stack)
-        if left:
-            outcome.ok, outcome.left = False, outcome.left + left
-            outcome.message = (outcome.message + "\n" if outcome.message else "") + "could not remove: " + ", ".join(left)
+        outcome.add_leftovers(left)
         return outcome
 
     def _parts(self, stack: str) -> list[str]:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import docker.errors
+from docker.models.services import Service
 
 import docker
 from reprokit.errors import DockerError
 from reprokit.names import log_path
+from reprokit.run.containers.engine_json import ContainerStats, Task, TaskStatus
 from reprokit.run.containers.handle import ENGINE_DOWN, SDK_ERRORS
 from reprokit.run.containers.specs import log_lines, probe_argv
 from reprokit.run.logfiles import LogPump, now_stamp, stamped
@@ -41,11 +42,11 @@ class ServiceHandle:
         self.client, self.spec, self.stack = client, role, stack
         self.name = f"{stack}_{role.hostname}"
         self.image, self.python, self.run_id = image, python, run_id
-        self.service: Any = None
+        self.service: Service | None = None
         self.pump = LogPump(log_path(run_dir, role.name))
         self.engine_error = ""
         self.gone = False
-        self.last: dict[str, Any] = {}  # the task's status when last seen: death() is asked after teardown
+        self.last: TaskStatus = {}  # the task's status when last seen: death() is asked after teardown
 
     def start(self) -> None:
         try:
@@ -54,28 +55,28 @@ class ServiceHandle:
             raise DockerError(f"the stack {self.stack} has no service {self.name}: {error}",
                               f"see `docker stack ps {self.stack} --no-trunc`") from error
         self.pump.note(f"service {self.name} of stack {self.stack} (docker service logs {self.name})")
-        self.pump.start(self._lines())
+        self.pump.start(self._lines(self.service))
 
-    def _lines(self) -> Iterator[str]:
+    def _lines(self, service: Service) -> Iterator[str]:
         try:
-            for frame in self.service.logs(stdout=True, stderr=True, follow=True, timestamps=True):
+            for frame in service.logs(stdout=True, stderr=True, follow=True, timestamps=True):
                 yield from log_lines(frame, now_stamp())
         except SDK_ERRORS as error:
             yield stamped(f"reprokit: the log stream ended early: {error}")
 
-    def task(self) -> dict[str, Any]:
+    def task(self) -> Task:
         """The service's newest task (its one replica), or {} when there is none yet."""
         if self.service is None or self.gone:
             return {}
         try:
-            tasks = self.service.tasks()
+            tasks: list[Task] = self.service.tasks()
         except docker.errors.NotFound:
             self.gone = True
             return {}
         except SDK_ERRORS as error:
             self.engine_error = str(error)
             return {}
-        newest: dict[str, Any] = max(tasks, key=lambda t: t.get("CreatedAt", ""), default={})
+        newest = max(tasks, key=lambda t: t.get("CreatedAt", ""), default=Task())
         if newest:
             self.last = newest.get("Status", {})
         return newest
@@ -115,7 +116,7 @@ class ServiceHandle:
         if not container_id:
             return None
         try:
-            stats: dict = self.client.containers.get(container_id).stats(stream=False, one_shot=True)
+            stats: ContainerStats = self.client.containers.get(container_id).stats(stream=False, one_shot=True)
             used = stats["cpu_stats"]["cpu_usage"]["total_usage"]
         except (*SDK_ERRORS, KeyError, TypeError):
             return None

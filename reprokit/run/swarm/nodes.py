@@ -11,20 +11,21 @@ from __future__ import annotations
 
 import secrets
 import time
-from typing import Any
 
+from docker.models.services import Service
 from docker.types import Mount, RestartPolicy, ServiceMode
 
 import docker
 from reprokit import commands
 from reprokit.errors import DockerError
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
+from reprokit.run.containers.engine_json import Node
 from reprokit.run.swarm.stack import StackSpec
 
 CHECK_S = 120.0
 
 
-def ready_nodes(client: docker.DockerClient) -> list[dict[str, Any]]:
+def ready_nodes(client: docker.DockerClient) -> list[Node]:
     return [n.attrs for n in client.nodes.list()
             if n.attrs["Status"]["State"] == "ready" and n.attrs["Spec"].get("Availability") == "active"]
 
@@ -58,7 +59,7 @@ def node_verdicts(client: docker.DockerClient, image: str, spec: StackSpec,
         check.remove()
 
 
-def _await(check: Any, hosts: dict[str, str]) -> dict[str, str]:
+def _await(check: Service, hosts: dict[str, str]) -> dict[str, str]:
     """Node hostname -> '' once its task ran, or why it could not."""
     deadline = time.monotonic() + CHECK_S
     verdicts: dict[str, str] = {}

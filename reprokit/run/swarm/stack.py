@@ -21,8 +21,8 @@ The stack file is a product: the kit writes the one it deploys into the run fold
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import yaml
 
@@ -74,10 +74,10 @@ def cpu_set(cpus: str) -> set[int]:
     return found
 
 
-def service(role: RoleSpec, spec: StackSpec, shared: bool = False) -> dict[str, Any]:
+def service(role: RoleSpec, spec: StackSpec, shared: bool = False) -> dict[str, object]:
     """One role as a service of the stack; ``shared``: another role has some of its CPUs."""
     labels = {RUN_LABEL: spec.run_id, OWNER_LABEL: spec.owner, ROLE_LABEL: role.name}
-    deploy: dict[str, Any] = {"replicas": 1, "restart_policy": {"condition": "none"}, "labels": dict(labels)}
+    deploy: dict[str, object] = {"replicas": 1, "restart_policy": {"condition": "none"}, "labels": dict(labels)}
     if role.cpus:
         count = str(cpu_count(role.cpus))
         deploy["resources"] = {"limits": {"cpus": count}, **({} if shared else {"reservations": {"cpus": count}})}
@@ -86,7 +86,7 @@ def service(role: RoleSpec, spec: StackSpec, shared: bool = False) -> dict[str, 
     volumes = [{"type": "bind", "source": path, "target": mount["bind"], "read_only": mount["mode"] == "ro"}
                for path, mount in spec.mounts.items()]
     volumes.append({"type": "tmpfs", "target": TMP})
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "image": spec.image,
         "command": list(role.argv),
         "hostname": role.hostname,
@@ -105,7 +105,7 @@ def service(role: RoleSpec, spec: StackSpec, shared: bool = False) -> dict[str, 
     return body
 
 
-def stack_file(roles: list[RoleSpec], spec: StackSpec) -> dict[str, Any]:
+def stack_file(roles: list[RoleSpec], spec: StackSpec) -> dict[str, object]:
     """The compose document (version 3.8) of a run's roles, in start order."""
     return {
         "version": "3.8",
@@ -122,7 +122,7 @@ def _shares(role: RoleSpec, roles: list[RoleSpec]) -> bool:
     return any(other is not role and cpu_set(other.cpus) and cpu_set(other.cpus) <= mine for other in roles)
 
 
-def dump(document: dict[str, Any], comment: str = "") -> str:
+def dump(document: Mapping[str, object], comment: str = "") -> str:
     """The stack file's text: a comment saying how to use it, then the YAML."""
     head = "".join(f"# {line}\n" if line else "#\n" for line in comment.splitlines())
     return head + yaml.safe_dump(document, sort_keys=False, width=120)

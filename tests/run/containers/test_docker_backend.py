@@ -25,9 +25,10 @@ import docker
 from reprokit.errors import DockerError
 from reprokit.experiment import reproduce
 from reprokit.options import Options
-from reprokit.run.containers.backend import DockerBackend, default_image
+from reprokit.run.containers.backend import DockerBackend
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
-from reprokit.run.containers.image import ImageInfo
+from reprokit.run.containers.image import ImageInfo, default_image
+from reprokit.run.containers.mounts import same_path_mounts
 from reprokit.run.containers.owners import boot_id, owner_token
 from reprokit.run.containers.specs import (
     Placement,
@@ -38,8 +39,8 @@ from reprokit.run.containers.specs import (
     log_lines,
     network_name,
     probe_argv,
-    same_path_mounts,
 )
+from reprokit.run.registry import run_inputs
 from reprokit.run.roles import RoleSpec, Trainer, TrainingArgs, cluster_roles
 from reprokit.settings import Settings, from_mapping
 from tests.support import REPO
@@ -170,7 +171,8 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture()
 def backend(settings: Settings, kit_image: ImageInfo, docker_client: docker.DockerClient) -> Iterator[DockerBackend]:
-    made = DockerBackend(settings, kit_image.tag, client=docker_client)
+    made = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client,
+                         probe_timeout_s=settings.probe_timeout_s)
     yield made
     assert [] == made.teardown()
 
@@ -203,7 +205,7 @@ def test_the_default_image_is_the_one_build_image_makes(kit_image: ImageInfo, do
 @pytest.mark.docker
 def test_a_missing_image_says_to_build_it(settings: Settings, docker_client):
     with pytest.raises(DockerError) as caught:
-        DockerBackend(settings, "reprokit/tf-cluster:tf2.21.0-000000000000", client=docker_client)
+        DockerBackend(run_inputs(settings), "reprokit/tf-cluster:tf2.21.0-000000000000", client=docker_client)
     assert "invoke build-image" in str(caught.value)
 
 
@@ -235,7 +237,7 @@ def test_a_server_that_dies_early_fails_the_run_with_its_log(backend: DockerBack
 @pytest.mark.docker
 def test_a_server_that_never_listens_times_out_naming_role_address_and_log(settings, kit_image, docker_client,
                                                                            no_leftover_containers):
-    backend = DockerBackend(settings, kit_image.tag, client=docker_client, probe_timeout_s=2)
+    backend = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client, probe_timeout_s=2)
     run_dir = _run_dir(settings)
     silent = _server("worker0", "import time; time.sleep(60)", "tf_worker_1:2222")
     outcome = backend.run(run_dir, [silent, RoleSpec("client", ["true"], "")], "client", None)
@@ -277,7 +279,8 @@ def test_a_leftover_of_a_killed_run_is_removed_by_the_next_backend(settings, kit
     name = f"reprokit-leftover-{uuid.uuid4().hex[:6]}"
     owner = f"{socket.gethostname()}/{boot_id()}/{dead.pid}/1"
     docker_client.networks.create(name, labels={RUN_LABEL: "leftover", OWNER_LABEL: owner})
-    backend = DockerBackend(settings, kit_image.tag, client=docker_client)
+    backend = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client,
+                            probe_timeout_s=settings.probe_timeout_s)
     assert f"network {name}" in backend.facts()["leftovers_removed"]
     assert [] == docker_client.networks.list(names=[name])
 
@@ -293,7 +296,8 @@ def test_the_sweep_never_removes_what_a_live_or_unknown_owner_holds(settings, ki
     name = f"reprokit-kept-{uuid.uuid4().hex[:6]}"
     network = docker_client.networks.create(name, labels={RUN_LABEL: "kept", OWNER_LABEL: owner()})
     try:
-        backend = DockerBackend(settings, kit_image.tag, client=docker_client)
+        backend = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client,
+                            probe_timeout_s=settings.probe_timeout_s)
         assert [name] == [n.name for n in docker_client.networks.list(names=[name])]
         assert f"network {name}: " in backend.facts()["leftovers_kept"]
         assert why in backend.facts()["leftovers_kept"]
@@ -307,7 +311,8 @@ def test_an_engine_that_stops_answering_mid_run_fails_the_run_naming_the_engine(
     """The kit talks to the engine through a socket that breaks once the client runs: the run
     fails, saying the engine stopped answering, and lists what it could not remove."""
     proxy = EngineProxy(tmp_path / "engine.sock")
-    backend = DockerBackend(settings, kit_image.tag, client=docker.DockerClient(base_url=proxy.url, timeout=30))
+    engine = docker.DockerClient(base_url=proxy.url, timeout=30)
+    backend = DockerBackend(run_inputs(settings), kit_image.tag, client=engine, probe_timeout_s=settings.probe_timeout_s)
     run_dir = _run_dir(settings)
     server = _server("ps", "import socket, time; s = socket.create_server(('', 2222)); time.sleep(120)")
     main = RoleSpec("client", ["sleep", "120"], "")
