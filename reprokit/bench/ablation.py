@@ -13,19 +13,15 @@ from pathlib import Path
 
 from reprokit.errors import KitError
 from reprokit.files import write_text
-from reprokit.run.roles import PROGRAMS
 from reprokit.sources import patches as patchlib
-from reprokit.sources import workspace
+from reprokit.sources import series
+from reprokit.sources.programs import PROGRAMS
 
 
-def lesson_patch(patches_dir: Path) -> patchlib.Patch:
-    """The series' patch that makes the lesson's cluster trainer."""
-    target = PROGRAMS["lesson"]["cluster"]
-    for path in patchlib.read_series(patches_dir):
-        patch = patchlib.parse_patch(path)
-        if patch.target_name == target:
-            return patch
-    raise KitError(f"no patch in {patches_dir / 'series'} makes {target}", "restore patches/ (`git checkout patches/`)")
+def lesson_patch(upstream_dir: Path, patches_dir: Path) -> tuple[patchlib.Patch, list[str]]:
+    """The series' patch that makes the lesson's cluster trainer, with the lines it applies to
+    (the article's cluster trainer), from one strict walk of the series."""
+    return series.walk(upstream_dir, patches_dir, strict=True).making(PROGRAMS["lesson"]["cluster"])
 
 
 def variant_name(change: str) -> str:
@@ -35,13 +31,12 @@ def variant_name(change: str) -> str:
 def build_variants(upstream_dir: Path, patches_dir: Path, sources: Path, folder: Path) -> dict[str, str]:
     """A copy of the patched ``sources`` in ``folder``, plus one trainer per named change:
     {change: the trainer file's name}."""
-    patch = lesson_patch(patches_dir)
+    patch, source = lesson_patch(upstream_dir, patches_dir)
     groups = patch.ablation()
     if not groups:
         raise KitError(f"{patch.path} names no change (no Ablation- field)",
                        "name each change's hunks: `Ablation-<name>: 1 2 4`")
     shutil.copytree(sources, folder, ignore=shutil.ignore_patterns("__pycache__", ".*"))
-    source = workspace.expected_files(upstream_dir, patches_dir)[patch.source_name].splitlines()
     variants = {}
     for change, hunks in groups.items():
         variants[change] = variant_name(change)

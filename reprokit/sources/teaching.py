@@ -5,8 +5,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from reprokit.sources import workspace
-from reprokit.sources.patches import Patch, parse_patch, read_series
+from reprokit.sources import series
+from reprokit.sources.patches import Patch
 
 
 def _span(start: int, end: int) -> str:
@@ -70,12 +70,11 @@ def explain(patch: Patch, before: list[str], after: list[str]) -> str:
 def lessons(upstream_dir: Path, patches_dir: Path, *, normal: bool = False) -> list[str]:
     """Every patch of the series as a lesson (or as the normal diff the article prints), each
     against the file it is applied to: upstream's, or the trainer an earlier patch made."""
-    files = workspace.expected_files(upstream_dir, patches_dir)
+    built = series.walk(upstream_dir, patches_dir, strict=True)
     upstream = {p.name for p in upstream_dir.glob("*.py")}
     texts = []
-    for path in read_series(patches_dir):
-        patch = parse_patch(path)
-        before, after = files[patch.source_name].splitlines(), files[patch.target_name].splitlines()
+    for patch, before in built.applied():
+        after = built.files[patch.target_name].splitlines()
         if normal:
             shown = f"upstream/{patch.source_name}" if patch.source_name in upstream else patch.source_name
             texts.append(f"$ diff {shown} {patch.target_name}\n" + normal_diff(before, after).rstrip("\n"))

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reprokit.errors import KitError
-from reprokit.judge.verdict import judge_article
+from reprokit.judge.judgement import judge_article
 from reprokit.settings import Settings
-from reprokit.sources import patches as patchlib
-from reprokit.sources import workspace
+from reprokit.sources import series, workspace
 from reprokit.sources.upstream import check_upstream
 
 
@@ -35,22 +34,20 @@ def _upstream_checks(settings: Settings) -> list[Check]:
 
 def _patch_checks(settings: Settings) -> list[Check]:
     try:
-        series = patchlib.read_series(settings.patches_dir)
+        walked = series.walk(settings.upstream_dir, settings.patches_dir, strict=False)
     except KitError as exc:
         return [Check("patches/series", False, str(exc))]
     checks = []
-    for path in series:
-        try:
-            patch = patchlib.parse_patch(path)
-        except KitError as exc:
-            checks.append(Check(f"parse {path.name}", False, str(exc)))
+    for step in walked.steps:
+        patch = step.patch
+        if patch is None:
+            checks.append(Check(f"parse {step.path.name}", False, "; ".join(str(e) for e in step.errors)))
             continue
         checks.append(Check(
             f"parse {patch.name}", True,
             f"{patch.source_name} -> {patch.target_name}: {len(patch.hunks)} hunks, "
             f"+{patch.added} -{patch.removed}; {patch.summary}"))
-        source = workspace.source_lines(settings.upstream_dir, settings.patches_dir, patch)
-        errors = patchlib.problems(patch, source) if source is not None else [
+        errors = step.errors if step.source is not None else [
             KitError(f"its source {patch.source_name} cannot be made: it is not in upstream/, and the earlier "
                      "patch that makes it is missing or does not apply (see its line above)")]
         checks.append(Check(

@@ -14,10 +14,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprokit.errors import KitError, PatchError
+from reprokit.errors import KitError
 from reprokit.files import staged_folder, write_json, write_text
-from reprokit.sources import patches as patchlib
-from reprokit.sources.upstream import read_lines, require_pristine
+from reprokit.sources import series
 
 MARKER = ".reprokit-generated.json"
 
@@ -41,45 +40,9 @@ class ApplyResult:
 
 
 def expected_files(upstream_dir: Path, patches_dir: Path) -> dict[str, str]:
-    """Every file the generated folder must hold, by name, with its content.
-
-    A patch applies to the file it names: an upstream file, or the trainer an earlier patch of
-    the series made (the lesson's patches are stacked on the article's trainers)."""
-    require_pristine(upstream_dir)
-    files = {p.name: p.read_text(encoding="utf-8") for p in sorted(upstream_dir.glob("*.py"))}
-    for path in patchlib.read_series(patches_dir):
-        patch = patchlib.parse_patch(path)
-        if patch.source_name not in files:
-            raise PatchError(f"{patch.name} patches {patch.source_name}, which neither upstream/ nor an earlier "
-                             "patch of the series makes", "fix the patch's --- line, or the order in patches/series",
-                             patch=patch.name)
-        if patch.target_name in files:
-            raise PatchError(f"{patch.name} would overwrite {patch.target_name}", patch=patch.name)
-        files[patch.target_name] = "\n".join(patchlib.apply(patch, files[patch.source_name].splitlines())) + "\n"
-    return files
-
-
-def source_lines(upstream_dir: Path, patches_dir: Path, patch: patchlib.Patch) -> list[str] | None:
-    """What ``patch`` applies to, as lines: the upstream file, or what the earlier patches of the
-    series make of upstream's files (None when neither is there, or an earlier patch fails).
-    No checksum is asked for: verify reports a drifted upstream file in its own line."""
-    upstream = upstream_dir / patch.source_name
-    if upstream.is_file():
-        return read_lines(upstream)
-    made: dict[str, list[str]] = {}
-    try:
-        for path in patchlib.read_series(patches_dir):
-            earlier = patchlib.parse_patch(path)
-            if earlier.name == patch.name:
-                break
-            base = upstream_dir / earlier.source_name
-            lines = read_lines(base) if base.is_file() else made.get(earlier.source_name)
-            if lines is None or patchlib.problems(earlier, lines):
-                return None
-            made[earlier.target_name] = patchlib.apply(earlier, lines)
-    except KitError:  # an earlier patch is malformed: its own check says how
-        return None
-    return made.get(patch.source_name)
+    """Every file the generated folder must hold, by name, with its content: upstream's files and
+    what the series makes of them (reprokit.sources.series, strictly)."""
+    return series.walk(upstream_dir, patches_dir, strict=True).files
 
 
 def _fingerprint(files: dict[str, str]) -> str:
@@ -91,14 +54,13 @@ def _fingerprint(files: dict[str, str]) -> str:
 
 def states(upstream_dir: Path, patches_dir: Path, out_dir: Path) -> list[PatchState]:
     """One line per patch: applied, not applied, or conflicting (with what differs)."""
-    files = expected_files(upstream_dir, patches_dir)
+    built = series.walk(upstream_dir, patches_dir, strict=True)
     result = []
-    for path in patchlib.read_series(patches_dir):
-        patch = patchlib.parse_patch(path)
+    for patch, _ in built.applied():
         target = out_dir / patch.target_name
         if not target.is_file():
             result.append(PatchState(patch.name, patch.target_name, "not applied"))
-        elif target.read_text(encoding="utf-8") == files[patch.target_name]:
+        elif target.read_text(encoding="utf-8") == built.files[patch.target_name]:
             result.append(PatchState(patch.name, patch.target_name, "applied"))
         else:
             result.append(
