@@ -19,8 +19,9 @@ from tests.support.cli import invoke
 
 ROOT = REPO
 TRAINER = "cifar10_multi_gpu_train.py"
-ALL_FILES = "cifar10.py, cifar10_cluster_train.py, cifar10_input.py, cifar10_lesson_cluster_train.py, " \
-            "cifar10_lesson_standalone_train.py, cifar10_multi_gpu_train.py, cifar10_standalone_train.py"
+ALL_FILES = "cifar10.py, cifar10_cluster_train.py, cifar10_eval.py, cifar10_input.py, " \
+            "cifar10_lesson_cluster_train.py, cifar10_lesson_standalone_train.py, cifar10_multi_gpu_train.py, " \
+            "cifar10_standalone_train.py"
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -45,8 +46,8 @@ def test_verify_passes_on_a_fresh_copy_of_the_kit(cli_kit):
     result = invoke(cli_kit, "verify")
     assert (0, "") == (result.returncode, result.stderr)
     lines = result.stdout.splitlines()
-    assert 16 == sum(l.startswith("ok  ") for l in lines)
-    assert "verify: PASS (0 of 16 checks failed)" == lines[-1]
+    assert 17 == sum(l.startswith("ok  ") for l in lines)
+    assert "verify: PASS (0 of 17 checks failed)" == lines[-1]
     assert not (cli_kit / "build").exists()
 
 

@@ -147,6 +147,26 @@ def test_the_class_stripes_survive_the_training_distortions(tmp_path: Path) -> N
     assert accuracy > 0.5, f"stripe accuracy {accuracy:.2f} is near chance (0.1)"
 
 
+def _class_colours(labels: np.ndarray, planes: np.ndarray) -> np.ndarray:
+    """Per class, the mean colour balance of its images: each channel's mean minus the image's."""
+    means = planes.astype(np.float64).mean(axis=(2, 3))
+    balance = means - means.mean(axis=1, keepdims=True)
+    return np.stack([balance[labels == c].mean(axis=0) for c in range(10)])
+
+
+def test_the_test_batch_carries_the_training_classes_colours(tmp_path: Path) -> None:
+    """Each class's mean colour in test_batch.bin is its own in the training files, far closer
+    to it than to any other class's, so a model trained on one is measured fairly on the other."""
+    folder = tmp_path / BATCHES_FOLDER
+    write_synthetic(folder, records_per_file=300)
+    train = _class_colours(*_load(folder, "data_batch_1.bin"))
+    test = _class_colours(*_load(folder, "test_batch.bin"))
+    distances = np.linalg.norm(test[:, None, :] - train[None, :, :], axis=2)  # [test class, train class]
+    assert list(range(10)) == list(distances.argmin(axis=1))
+    other_classes = distances[~np.eye(10, dtype=bool)]
+    assert distances.diagonal().max() < 0.5 * other_classes.min()
+
+
 def test_an_existing_generated_folder_is_replaced(tmp_path: Path) -> None:
     """Writing again with other parameters replaces the old generated folder whole."""
     folder = tmp_path / BATCHES_FOLDER

@@ -22,11 +22,11 @@ from tests.support import REPO
 
 ROOT = REPO
 UPSTREAM = ROOT / "upstream"
-FILES = ["cifar10.py", "cifar10_input.py", "cifar10_multi_gpu_train.py"]
+FILES = ["cifar10.py", "cifar10_eval.py", "cifar10_input.py", "cifar10_multi_gpu_train.py"]
 
 
-def test_sha256sums_records_the_three_upstream_files():
-    """SHA256SUMS lists exactly the two modules and the trainer, each with a 64-digit sum."""
+def test_sha256sums_records_the_four_upstream_files():
+    """SHA256SUMS lists exactly the two modules, the trainer and the evaluation, each with a 64-digit sum."""
     sums = read_checksums(UPSTREAM)
     assert FILES == sorted(sums)
     assert all(len(v) == 64 and int(v, 16) >= 0 for v in sums.values())
@@ -86,7 +86,8 @@ def test_check_upstream_marks_only_the_changed_file(upstream):
     path = upstream / "cifar10_input.py"
     path.write_text(path.read_text() + "# a local edit\n")
     verdicts = {c.name: c.ok for c in check_upstream(upstream)}
-    assert {"cifar10.py": True, "cifar10_input.py": False, "cifar10_multi_gpu_train.py": True} == verdicts
+    assert {"cifar10.py": True, "cifar10_eval.py": True, "cifar10_input.py": False,
+            "cifar10_multi_gpu_train.py": True} == verdicts
 
 
 def test_a_missing_upstream_file_is_reported_as_missing(upstream):
@@ -113,7 +114,7 @@ def test_a_malformed_checksum_line_is_named_by_its_line_number(upstream):
     path.write_text(path.read_text() + "deadbeef  cifar10_extra.py\n")
     with pytest.raises(UpstreamDriftError) as caught:
         read_checksums(upstream)
-    assert f"{path}:4: not '<sha256>  <file>': 'deadbeef  cifar10_extra.py'" == str(caught.value)
+    assert f"{path}:5: not '<sha256>  <file>': 'deadbeef  cifar10_extra.py'" == str(caught.value)
 
 
 def test_the_binary_mode_star_of_sha256sum_is_accepted(upstream):

@@ -13,7 +13,7 @@ from reprokit.sources.verify import Check, run_checks
 
 TRAINER = "cifar10_multi_gpu_train.py"
 CHECK_NAMES = [
-    "upstream/cifar10_input.py", "upstream/cifar10.py", f"upstream/{TRAINER}",
+    "upstream/cifar10_input.py", "upstream/cifar10.py", f"upstream/{TRAINER}", "upstream/cifar10_eval.py",
     "parse cifar10_standalone_train.patch", "strict cifar10_standalone_train.patch",
     "parse cifar10_cluster_train.patch", "strict cifar10_cluster_train.patch",
     "parse cifar10_lesson_standalone_train.patch", "strict cifar10_lesson_standalone_train.patch",
@@ -142,7 +142,7 @@ def test_the_verify_view_prints_a_table_and_ends_in_pass(kit, settings_for):
     assert set(lines[1]) == {"-", " "}
     assert len(CHECK_NAMES) + 3 == len(lines)
     assert all(l.startswith("ok  ") for l in lines[2:-1])
-    assert "verify: PASS (0 of 16 checks failed)" == lines[-1]
+    assert "verify: PASS (0 of 17 checks failed)" == lines[-1]
 
 
 def test_the_verify_view_ends_in_fail_with_a_fail_line_naming_the_drifted_file(kit, settings_for):

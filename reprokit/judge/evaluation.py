@@ -1,0 +1,193 @@
+"""Evaluation the tutorial's way: ``cifar10_eval.py`` on a trainer's checkpoint, precision @ 1.
+
+The kit judges training by its loss; the tutorial judges the model by how often its top
+prediction is the label on the test batch. This module builds the eval program's command line,
+runs it once through :mod:`reprokit.commands` into a log file, reads the precision back from the
+log, and gives it a 95% Wilson interval, so that "above chance" (0.10 for ten classes) is a
+statement about the interval, not about one number.
+
+The eval program prints ``%s: precision @ 1 = %.3f`` (``datetime.now()``), after counting
+``ceil(num_examples / 128)`` whole batches: the last batch wraps around to the first records, so
+10000 examples count as 10112 and 200 as 256. The log's rules are ``expected_logs/eval_rules.yaml``.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprokit.commands import Echo, attempt, shown, silent
+from reprokit.errors import KitError
+from reprokit.judge.checks import check_logs, summarize
+from reprokit.judge.logs import parse_log
+from reprokit.judge.rules import load_rules
+from reprokit.judge.verdict import Summary
+
+EVAL_PROGRAM = "cifar10_eval.py"
+BATCH_SIZE = 128  # cifar10.py's --batch_size default: the eval counts whole batches of it
+Z_95 = 1.959964  # the standard normal's 0.975 quantile: a two-sided 95% interval
+CHANCE = 0.1  # ten classes, guessed
+CHECKPOINT_STATE = "checkpoint"  # the file tf.train.Saver keeps beside model.ckpt-<step>
+EVAL_SCOPES = {"format", "run"}
+
+# 2026-12-03 17:14:24.966871: precision @ 1 = 0.871   (str(datetime) drops a zero fraction)
+_PRECISION = re.compile(
+    r"^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{6})?: precision @ 1 = (?P<precision>\d\.\d{3})\s*$")
+_NO_CHECKPOINT = "No checkpoint file found"
+# model_checkpoint_path: "/runs/x/train_standalone/model.ckpt-20" in the checkpoint state file, and
+# TensorFlow's "Restoring parameters from /runs/x/train_standalone/model.ckpt-20" in the log.
+_STATE_PATH = re.compile(r'^model_checkpoint_path: "(?P<path>[^"]*)"', re.MULTILINE)
+_RESTORING = re.compile(r"Restoring parameters from (?P<path>\S+)")
+_STEP_IN_NAME = re.compile(r"-(?P<step>\d+)$")
+
+
+class EvalError(KitError):
+    """The evaluation could not be run on what it was given."""
+
+
+class NoCheckpointError(EvalError):
+    """The folder holds no checkpoint for the eval program to restore."""
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """One evaluation of one mode's checkpoint: precision @ 1 with its 95% Wilson interval.
+
+    ``correct`` is recovered from the printed three-decimal precision, so it is exact to within
+    ``counted / 2000`` examples. ``error`` is empty when the log holds a precision; otherwise it
+    says what went wrong and the numbers are None.
+    """
+
+    mode: str
+    step: int | None
+    precision: float | None
+    correct: int | None
+    counted: int
+    low: float | None
+    high: float | None
+    log: Path
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and self.precision is not None
+
+    @property
+    def above_chance(self) -> bool:
+        """The whole 95% interval lies above a ten-class guess."""
+        return self.low is not None and self.low > CHANCE
+
+
+def eval_argv(python: str, sources: Path, checkpoint_dir: Path, eval_dir: Path, data_dir: Path,
+              num_examples: int) -> list[str]:
+    """The eval program once on the newest checkpoint in ``checkpoint_dir``.
+
+    ``data_dir`` holds ``cifar-10-batches-bin`` (the trainers' --data_dir); ``num_examples`` is the
+    number of records in its test batch. The program wipes ``eval_dir`` before it writes there."""
+    if num_examples < 1:
+        raise EvalError(f"num_examples must be at least 1, got {num_examples}")
+    return [python, str(sources / EVAL_PROGRAM), f"--checkpoint_dir={checkpoint_dir}",
+            f"--eval_dir={eval_dir}", f"--data_dir={data_dir}", f"--num_examples={num_examples}",
+            "--run_once"]
+
+
+def counted_examples(num_examples: int, batch_size: int = BATCH_SIZE) -> int:
+    """How many examples the eval program counts: whole batches, ``ceil(num_examples / batch)``."""
+    return math.ceil(num_examples / batch_size) * batch_size
+
+
+def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of a binomial proportion (95% with the default ``z``).
+
+    Unlike p +/- z*sqrt(p(1-p)/n) it stays inside [0, 1] and does not shrink to a point at
+    p = 0 or p = 1, which matters for small eval sets."""
+    if trials < 1 or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes} of {trials}")
+    p = successes / trials
+    z2 = z * z
+    denominator = 1 + z2 / trials
+    centre = (p + z2 / (2 * trials)) / denominator
+    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def step_of(checkpoint_path: str) -> int | None:
+    """The global step in a checkpoint's name: ``.../model.ckpt-999`` -> 999."""
+    match = _STEP_IN_NAME.search(checkpoint_path.rstrip("/"))
+    return int(match["step"]) if match else None
+
+
+def latest_checkpoint(checkpoint_dir: Path) -> str | None:
+    """The newest checkpoint's path as the ``checkpoint`` state file names it, or None."""
+    state = checkpoint_dir / CHECKPOINT_STATE
+    if not state.is_file():
+        return None
+    match = _STATE_PATH.search(state.read_text(encoding="utf-8", errors="replace"))
+    return match["path"] if match and match["path"] else None
+
+
+def require_checkpoint(checkpoint_dir: Path) -> str:
+    """The newest checkpoint's path; NoCheckpointError naming the folder and the fix otherwise."""
+    path = latest_checkpoint(checkpoint_dir)
+    if path is None:
+        raise NoCheckpointError(
+            f"no checkpoint to evaluate in {checkpoint_dir}: it has no '{CHECKPOINT_STATE}' file naming "
+            "a model.ckpt-<step>",
+            "pass the train_dir of a finished training run (the trainers save a checkpoint every 1000 "
+            "steps and after the last one), or train first, e.g. `invoke reproduce --quick`")
+    return path
+
+
+def parse_eval_log(text: str, num_examples: int, *, mode: str, log: Path,
+                   checkpoint: str | None = None) -> EvalResult:
+    """Read an eval log's text into a result; the last precision line counts.
+
+    The step comes from the checkpoint the log says it restored, else from ``checkpoint`` (the
+    path the checkpoint state file names), else it is None."""
+    counted = counted_examples(num_examples)
+    restored = [m["path"] for m in _RESTORING.finditer(text)]
+    source = restored[-1] if restored else checkpoint
+    step = step_of(source) if source else None
+    lines = text.splitlines()
+    found = [m for m in map(_PRECISION.match, lines) if m]
+    if not found:
+        reason = (f"the eval program found no checkpoint ('{_NO_CHECKPOINT}')" if _NO_CHECKPOINT in text
+                  else "the eval log has no 'precision @ 1 = ' line in the tutorial's format")
+        return EvalResult(mode, step, None, None, counted, None, None, log, f"{reason}; see {log}")
+    precision = float(found[-1]["precision"])
+    if not 0.0 <= precision <= 1.0:
+        return EvalResult(mode, step, None, None, counted, None, None, log,
+                          f"precision {precision} is not a proportion; see {log}")
+    correct = round(precision * counted)
+    low, high = wilson_interval(correct, counted)
+    return EvalResult(mode, step, precision, correct, counted, low, high, log)
+
+
+def judge_eval_log(log: Path, mode: str, rules_path: Path) -> Summary:
+    """Check an eval log against ``expected_logs/eval_rules.yaml`` under ``mode``; PASS or FAIL."""
+    records = parse_log(log, "eval")
+    verdicts = check_logs(mode, records, load_rules(rules_path), {}, EVAL_SCOPES, sources=[log])
+    return summarize(verdicts)
+
+
+def evaluate(python: str, sources: Path, checkpoint_dir: Path, eval_dir: Path, data_dir: Path,
+             num_examples: int, log: Path, echo: Echo = silent, *, mode: str = "standalone",
+             timeout: float | None = None) -> EvalResult:
+    """Run the eval program once on the newest checkpoint in ``checkpoint_dir``; its output (stdout
+    and stderr, as the program printed them) goes to ``log``, and the result is read back from it.
+
+    Raises NoCheckpointError before running anything when there is no checkpoint. A program that
+    fails, or prints no precision, gives a result whose ``error`` says so, with its exit code."""
+    checkpoint = require_checkpoint(checkpoint_dir)
+    argv = eval_argv(python, sources, checkpoint_dir, eval_dir, data_dir, num_examples)
+    code, output = attempt(argv, echo=echo, timeout=timeout)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(output, encoding="utf-8")
+    result = parse_eval_log(output, num_examples, mode=mode, log=log, checkpoint=checkpoint)
+    if code != 0:
+        tail = "; ".join(output.strip().splitlines()[-3:])
+        problem = f"{shown(argv)} exited with code {code} (last lines: {tail}); see {log}"
+        return EvalResult(mode, result.step, None, None, result.counted, None, None, log, problem)
+    return result
