@@ -4,15 +4,17 @@
         --out probe.json [--trace-step 20] [--input-free] [--variables-on-ps] -- <trainer flags>
 
 It imports the trainer as a module and changes nothing in its files:
-- `--trace-step N` runs training step N with a full trace (RunMetadata step stats) and writes
-  each device's op times to the JSON, for the "where the time goes" breakdown;
+- `--trace-step N` runs training step N with a full trace (RunMetadata step stats), writes
+  each device's op times to the JSON, for the "where the time goes" breakdown, and the same step
+  as a Chrome trace beside it (`trace-stepN.json`, named in the JSON) for a person to open;
 - `--input-free` replaces `cifar10.distorted_inputs()` with an in-memory batch: the same graph
   without the input pipeline, the bound one core reaches with no input work at all;
 - `--variables-on-ps` puts the model variables on the ps, for the placement lesson's comparison;
 - `--placement-only` builds the graph, writes where its variables are placed, and stops before
   the session is made: no server and no data reading are needed.
 The devices of the model variables, as the graph requests them, are written in every case.
-Like role_server.py it needs only the standard library, numpy and TensorFlow.
+Like role_server.py it needs only the standard library, numpy and TensorFlow (and the kit's
+own standard-library modules: timeline, chrome_trace, files).
 """
 
 from __future__ import annotations
@@ -24,7 +26,45 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Protocol
+
+from reprokit.bench.chrome_trace import write_chrome_trace
+from reprokit.bench.timeline import Op, Trace
+from reprokit.files import write_json
+
+
+# What the probe reads of TensorFlow's objects (TensorFlow publishes no types for them).
+class NodeStats(Protocol):
+    node_name: str
+    timeline_label: str
+    all_start_micros: int
+    op_end_rel_micros: int
+    all_end_rel_micros: int
+    thread_id: int
+
+
+class DeviceStats(Protocol):
+    device: str
+    node_stats: Iterable[NodeStats]
+
+
+class _OpOfVariable(Protocol):
+    name: str
+
+
+class _Variable(Protocol):
+    op: _OpOfVariable
+    device: str
+
+
+class _Graph(Protocol):
+    def get_collection(self, key: str) -> list[_Variable]: ...
+
+
+class _Session(Protocol):
+    graph: _Graph
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
@@ -47,15 +87,22 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     return parser.parse_args(argv), flags
 
 
-def _step_stats(metadata, wall_s: float) -> dict:
-    devices = {}
-    for dev in metadata.step_stats.dev_stats:
-        ops = []
-        for node in dev.node_stats:
-            ops.append({"name": node.node_name, "label": node.timeline_label,
-                        "start_us": node.all_start_micros, "us": node.op_end_rel_micros})
-        devices[dev.device] = ops
-    return {"wall_s": wall_s, "devices": devices}
+def step_trace(dev_stats: Iterable[DeviceStats], step: int, started_s: float, ended_s: float) -> Trace:
+    """A traced step's RunMetadata.step_stats.dev_stats as the JSON the bench reads: every
+    device's ops, and the trainer's Session.run call on the same (wall) clock as the ops."""
+    devices: dict[str, list[Op]] = {}
+    for dev in dev_stats:
+        devices[dev.device] = [{"name": node.node_name, "label": node.timeline_label,
+                                "start_us": node.all_start_micros, "us": node.op_end_rel_micros,
+                                "all_us": node.all_end_rel_micros, "thread": node.thread_id}
+                               for node in dev.node_stats]
+    return {"step": step, "wall_s": ended_s - started_s, "run_start_us": round(started_s * 1e6),
+            "devices": devices}
+
+
+def variable_devices(graph: _Graph) -> dict[str, str]:
+    """Where the graph asks for each model variable to live."""
+    return {v.op.name: v.device for v in graph.get_collection("trainable_variables")}
 
 
 def main(argv: list[str]) -> None:
@@ -75,12 +122,12 @@ def main(argv: list[str]) -> None:
     import numpy as np
     import tensorflow.compat.v1 as tf
 
-    report: dict = {"trainer": args.trainer, "input_free": args.input_free,
+    report: dict[str, object] = {"trainer": args.trainer, "input_free": args.input_free,
                     "variables_on_ps": args.variables_on_ps}
     out = Path(args.out)
 
     if args.input_free:
-        def in_memory_inputs():
+        def in_memory_inputs() -> tuple[object, object]:
             rng = np.random.default_rng(0)
             batch = tf.app.flags.FLAGS.batch_size
             with tf.device("/cpu:0"):
@@ -92,16 +139,15 @@ def main(argv: list[str]) -> None:
     if args.variables_on_ps:
         original_variable = cifar10._variable_on_cpu
 
-        def variable_on_ps(name, shape, initializer):
+        def variable_on_ps(name: str, shape: list[int], initializer: object) -> object:
             with tf.device("/job:ps/task:0/cpu:0"):
                 return original_variable(name, shape, initializer)
         cifar10._variable_on_cpu = variable_on_ps
 
     if args.placement_only:
-        def stop_before_session(self, *_, **__):
-            graph = tf.get_default_graph()
-            report["variables"] = {v.op.name: v.device for v in graph.get_collection("trainable_variables")}
-            out.write_text(json.dumps(report, indent=1))
+        def stop_before_session(self: object, *_: object, **__: object) -> None:
+            report["variables"] = variable_devices(tf.get_default_graph())
+            write_json(out, report)
             sys.stdout.flush()
             os._exit(0)  # the graph is all we wanted; nothing to tear down
         tf.Session.__init__ = stop_before_session
@@ -109,7 +155,8 @@ def main(argv: list[str]) -> None:
     original_run = tf.Session.run
     train_calls = [0]
 
-    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+    def run(self: _Session, fetches: object, feed_dict: object = None, options: object = None,
+            run_metadata: object = None) -> object:
         # Only the training loop's own `sess.run([train_op, loss])`, not the queue threads'.
         is_step = threading.current_thread() is threading.main_thread() and isinstance(fetches, list) \
             and len(fetches) == 2
@@ -118,16 +165,19 @@ def main(argv: list[str]) -> None:
         step = train_calls[0]
         train_calls[0] += 1
         if step == 0:
-            report["variables"] = {v.op.name: v.device for v in self.graph.get_collection("trainable_variables")}
-            out.write_text(json.dumps(report, indent=1))
+            report["variables"] = variable_devices(self.graph)
+            write_json(out, report)
         if step != args.trace_step:
             return original_run(self, fetches, feed_dict, options, run_metadata)
         metadata = tf.RunMetadata()
-        trace = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
+        full_trace = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
         started = time.time()
-        result = original_run(self, fetches, feed_dict, trace, metadata)
-        report["trace"] = {"step": step, **_step_stats(metadata, time.time() - started)}
-        out.write_text(json.dumps(report))
+        result = original_run(self, fetches, feed_dict, full_trace, metadata)
+        traced = step_trace(metadata.step_stats.dev_stats, step, started, time.time())
+        chrome = write_chrome_trace(traced, out.with_name(f"trace-step{step}.json"))
+        traced["chrome_trace"] = chrome.name  # beside probe.json, wherever the run folder goes
+        report["trace"] = traced
+        write_json(out, report)
         return result
 
     tf.Session.run = run
