@@ -4,13 +4,16 @@ Rows (each a program with kit settings): the article's program with TensorFlow's
 same with the kit's `tuned` settings, and the lesson's program. Every repetition runs both
 programs' standalone trainers (one CPU) and every row's cluster, in an order that is reversed
 every other repetition, so that drift on a shared machine hits all alike; a row's speed-up is
-its cluster's rate over its own program's standalone rate of the same repetition, the median
-over repetitions. The lesson's standalone must be no weaker than the article's (>= 0.95 of it),
-or its speed-up would come from a weaker baseline.
+its cluster's rate over its own program's standalone rate of the same repetition, combined over
+repetitions by the kit's one estimator with its 95% interval (reprokit.judge.intervals). The
+lesson's standalone must be no weaker than the article's (>= 0.95 of it), or its speed-up would
+come from a weaker baseline.
 
-Then: the ablation (the article's cluster trainer with each change of the lesson alone), one
-traced step of the article's standalone and cluster and of the lesson's cluster (where the time
-goes), the input-free bound of one core, where each program puts its variables, the CPU each
+The ablation runs the article's cluster trainer with each change of the lesson alone, in every
+repetition beside the rows (or, to save time, once after them), paired like the rows; its "none"
+and "all" rows are the article's and the lesson's rows themselves. Then: one traced step of
+the article's standalone and cluster and of the lesson's cluster (where the time goes), the
+input-free bound of one core, where each program puts its variables, the CPU each
 role keeps busy, the kit's own overheads, and, with `loss_steps`, a long run of both clusters
 to put their losses side by side.
 """
@@ -18,15 +21,35 @@ to put their losses side by side.
 from __future__ import annotations
 
 import statistics
-from dataclasses import asdict, dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
 
 from reprokit.bench.ablation import build_variants
-from reprokit.bench.runs import Bench, ModeRun, cpu_share, ratio
-from reprokit.bench.timeline import breakdown
+from reprokit.bench.results import (
+    ALL_CHANGES,
+    NONE_CHANGE,
+    AblationRow,
+    Baseline,
+    BenchResults,
+    BenchRow,
+    BenchRun,
+    InputFreeBound,
+    LossCheck,
+    Overheads,
+    ProgramLoss,
+    Repetition,
+    Target,
+    rate_of,
+    speedup_of,
+)
+from reprokit.bench.runs import Bench, cpu_share
+from reprokit.bench.timeline import StepBreakdown, Trace, breakdown
 from reprokit.commands import Echo
-from reprokit.files import write_json
+from reprokit.judge.intervals import METHOD
 from reprokit.judge.speed import WARMUP_RULE
+from reprokit.options import Options
 from reprokit.run.backends import Backend
 from reprokit.run.tuning import PROFILES, Tuning
 from reprokit.settings import Settings
@@ -49,138 +72,180 @@ class Row:
 ROWS = (Row("article", PROFILES["default"]), Row("article", PROFILES["tuned"]), Row("lesson", PROFILES["default"]))
 
 
-def _median(values: list[float | None]) -> float | None:
-    present = [v for v in values if v is not None]
-    return statistics.median(present) if present else None
+@dataclass(frozen=True)
+class Variants:
+    """The ablation's trainers: a copy of the patched sources with one trainer per change."""
+
+    sources: Path
+    trainers: dict[str, str]  # change -> trainer file
 
 
-def _repetition(bench: Bench, rows: tuple[Row, ...], workers: int, reverse: bool) -> dict[str, Any]:
-    """One repetition: every program's standalone and every row's cluster, in (reversed) order."""
+def _repetition(bench: Bench, rows: tuple[Row, ...], workers: int, reverse: bool,
+                variants: Variants | None) -> Repetition:
+    """One repetition: every program's standalone, every row's cluster and, if given, the
+    article's cluster with each change alone, in (reversed) order."""
     programs = list(dict.fromkeys(row.program for row in rows))
-    jobs: list[tuple[str, str | int]] = [("standalone", p) for p in programs] + [("cluster", i) for i in range(len(rows))]
-    alone: dict[str, ModeRun] = {}
-    clusters: dict[int, ModeRun] = {}
-    for mode, key in (reversed(jobs) if reverse else jobs):
-        if isinstance(key, str):
-            alone[key] = bench.run("standalone", program=key)
-        else:
-            clusters[key] = bench.run("cluster", workers, program=rows[key].program, tuning=rows[key].tuning)
-    return {"standalone": {p: asdict(alone[p]) for p in programs},
-            "rows": [{"cluster": asdict(clusters[i]), "speedup": ratio(clusters[i].rate, alone[row.program].rate)}
-                     for i, row in enumerate(rows)]}
+    jobs = [("standalone", p) for p in programs] + [("cluster", str(i)) for i in range(len(rows))]
+    jobs += [("variant", change) for change in (variants.trainers if variants else {})]
+    found: dict[tuple[str, str], BenchRun] = {}
+    for kind, key in (reversed(jobs) if reverse else jobs):
+        found[kind, key] = _run_job(bench, rows, workers, kind, key, variants)
+    return Repetition({p: found["standalone", p] for p in programs},
+                      [found["cluster", str(i)] for i in range(len(rows))],
+                      {change: found["variant", change] for change in (variants.trainers if variants else {})})
 
 
-def _rows(rows: tuple[Row, ...], reps: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
+def _run_job(bench: Bench, rows: tuple[Row, ...], workers: int, kind: str, key: str,
+             variants: Variants | None) -> BenchRun:
+    if kind == "standalone":
+        return bench.run("standalone", program=key)
+    if kind == "cluster":
+        row = rows[int(key)]
+        return bench.run("cluster", workers, program=row.program, tuning=row.tuning)
+    assert variants is not None
+    return _run_variant(bench, workers, key, variants)
+
+
+def _run_variant(bench: Bench, workers: int, change: str, variants: Variants) -> BenchRun:
+    return bench.run("cluster", workers, f"-only-{change}", program="article", sources=variants.sources,
+                     trainer_file=variants.trainers[change])
+
+
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return None if a is None or not b else a / b
+
+
+def bench_rows(rows: tuple[Row, ...], reps: Sequence[Repetition], workers: int) -> list[BenchRow]:
+    """Each row's figures by the one estimator: its speed-up over the repetitions' (cluster, its
+    program's standalone) pairs, and each rate over the repetitions' runs."""
     table = []
     for i, row in enumerate(rows):
-        speedup = _median([rep["rows"][i]["speedup"] for rep in reps])
-        table.append({
-            "name": row.name, "program": row.program, "tuning": row.tuning.name,
-            "standalone_rate": _median([rep["standalone"][row.program]["rate"] for rep in reps]),
-            "cluster_rate": _median([rep["rows"][i]["cluster"]["rate"] for rep in reps]),
-            "speedup": speedup, "efficiency": None if speedup is None else speedup / workers,
-            "per_repetition": [rep["rows"][i]["speedup"] for rep in reps],
-            "cpu_share": cpu_share(reps[len(reps) // 2]["rows"][i]["cluster"]),
-        })
+        pairs = [(rep.clusters[i], rep.standalone[row.program]) for rep in reps]
+        speedup = speedup_of(pairs)
+        table.append(BenchRow(
+            row.name, row.program, row.tuning.name, speedup,
+            rate_of([alone for _, alone in pairs]), rate_of([cluster for cluster, _ in pairs]),
+            None if speedup is None else speedup.value / workers,
+            [_ratio(cluster.rate, alone.rate) for cluster, alone in pairs],
+            cpu_share(reps[len(reps) // 2].clusters[i])))
     return table
 
 
-def _baseline(reps: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The lesson's standalone over the article's, per repetition: a fair baseline is >= the floor."""
-    if not all({"article", "lesson"} <= set(rep["standalone"]) for rep in reps):
+def baseline(reps: Sequence[Repetition]) -> Baseline | None:
+    """The lesson's standalone over the article's, paired by repetition: fair at >= the floor."""
+    if not all({"article", "lesson"} <= set(rep.standalone) for rep in reps):
         return None
-    ratios = [ratio(rep["standalone"]["lesson"]["rate"], rep["standalone"]["article"]["rate"]) for rep in reps]
-    median = _median(ratios)
-    return {"per_repetition": ratios, "median": median, "floor": BASELINE_FLOOR,
-            "ok": median is not None and median >= BASELINE_FLOOR}
+    pairs = [(rep.standalone["lesson"], rep.standalone["article"]) for rep in reps]
+    ratio = speedup_of(pairs)
+    return Baseline(ratio, [_ratio(a.rate, b.rate) for a, b in pairs], BASELINE_FLOOR,
+                    ratio is not None and ratio.value >= BASELINE_FLOOR)
 
 
-def _ablation(bench: Bench, settings: Settings, table: list[dict[str, Any]], workers: int) -> list[dict[str, Any]]:
-    """The article's cluster trainer with each change of the lesson alone, then all of them."""
-    article = next((r for r in table if r["program"] == "article" and r["tuning"] == "default"), None)
-    lesson = next((r for r in table if r["program"] == "lesson"), None)
+def ablation_rows(rows: tuple[Row, ...], table: Sequence[BenchRow], reps: Sequence[Repetition],
+                  variant_runs: Sequence[tuple[dict[str, BenchRun], Repetition]]) -> list[AblationRow]:
+    """The article's program, each change alone, then all of them (the lesson): the first and
+    the last ARE the article's and the lesson's rows; each change alone is paired, like a row,
+    with the article's standalone and cluster of the repetition it ran in."""
+    article = next((i for i, r in enumerate(rows) if r.program == "article" and r.tuning.name == "default"), None)
+    lesson = next((i for i, r in enumerate(rows) if r.program == "lesson"), None)
     if article is None or lesson is None:
         return []
+    found = [AblationRow(NONE_CHANGE, table[article].speedup, table[article].cluster_rate, None)]
+    changes = list(dict.fromkeys(change for runs, _ in variant_runs for change in runs))
+    for change in changes:
+        paired = [(runs[change], rep) for runs, rep in variant_runs if change in runs]
+        found.append(AblationRow(
+            f"{change} alone", speedup_of([(run, rep.standalone["article"]) for run, rep in paired]),
+            rate_of([run for run, _ in paired]), speedup_of([(run, rep.clusters[article]) for run, rep in paired]),
+            [run.folder for run, _ in paired]))
+    found.append(AblationRow(ALL_CHANGES, table[lesson].speedup, table[lesson].cluster_rate,
+                             speedup_of([(rep.clusters[lesson], rep.clusters[article]) for rep in reps])))
+    return found
+
+
+def _variants(bench: Bench, settings: Settings, rows: tuple[Row, ...]) -> Variants | None:
+    if not ({"article", "lesson"} <= {row.program for row in rows}):
+        return None
     folder = bench.dir / "ablation-sources"
-    variants = build_variants(settings.upstream_dir, settings.patches_dir, bench.sources, folder)
-    alone = lesson["standalone_rate"]
-    rows = [{"change": "none (the article's program)", "cluster_rate": article["cluster_rate"],
-             "speedup": ratio(article["cluster_rate"], alone)}]
-    for change, trainer in variants.items():
-        run = bench.run("cluster", workers, f"-only-{change}", program="article", sources=folder, trainer_file=trainer)
-        rows.append({"change": f"{change} alone", "cluster_rate": run.rate, "speedup": ratio(run.rate, alone),
-                     "folder": run.folder})
-    rows.append({"change": "all (the lesson)", "cluster_rate": lesson["cluster_rate"],
-                 "speedup": ratio(lesson["cluster_rate"], alone)})
-    for row in rows:
-        row["gain"] = ratio(row["cluster_rate"], article["cluster_rate"])
-    return rows
+    return Variants(folder, build_variants(settings.upstream_dir, settings.patches_dir, bench.sources, folder))
 
 
-def _extras(bench: Bench, workers: int, lesson: bool) -> dict[str, Any]:
-    """Traced steps, the input-free bound, and where each program puts its variables."""
+def _placement(run: BenchRun) -> dict[str, str]:
+    variables = run.probe.get("variables")
+    if not isinstance(variables, dict):
+        return {}
+    return {str(name): str(device) for name, device in variables.items()}
+
+
+def _extras(bench: Bench, workers: int, lesson: bool) -> tuple[dict[str, StepBreakdown], dict[str, dict[str, str]],
+                                                                BenchRun]:
+    """Traced steps, where each program puts its variables, and the input-free bound."""
     traced = {"article standalone": bench.run("standalone", label="-trace", trace_step=TRACE_STEP),
               "article cluster": bench.run("cluster", workers, "-trace", trace_step=TRACE_STEP)}
     if lesson:
         traced["lesson cluster"] = bench.run("cluster", workers, "-lesson-trace", program="lesson",
                                              trace_step=TRACE_STEP)
     bound = bench.run("standalone", label="-input-free", input_free=True)
-    return {
-        "breakdown": {name: asdict(breakdown(run.probe["trace"])) for name, run in traced.items()
-                      if "trace" in run.probe},
-        "placement": {name.split()[0]: run.probe.get("variables", {}) for name, run in traced.items()
-                      if name.endswith("cluster")},
-        "input_free_rate": bound.rate,
-    }
+    # probe.json's trace is what reprokit.bench.probe wrote with the Trace shape.
+    steps = {name: breakdown(cast(Trace, run.probe["trace"])) for name, run in traced.items() if "trace" in run.probe}
+    placement = {name.split()[0]: _placement(run) for name, run in traced.items() if name.endswith("cluster")}
+    return steps, placement, bound
 
 
-def _loss(bench: Bench, workers: int, steps: int, programs: list[str]) -> dict[str, Any]:
+def _loss(bench: Bench, workers: int, steps: int, programs: list[str]) -> LossCheck:
     """Each program's cluster for ``steps`` steps: the last logged loss, and dead input threads."""
     found = {}
     for program in programs:
         run = bench.run("cluster", workers, f"-loss-{steps}", program=program, steps=steps)
-        found[program] = {"step": run.last_loss[0] if run.last_loss else None,
-                          "loss": run.last_loss[1] if run.last_loss else None,
-                          "dead_input_threads": run.dead_input_threads, "folder": run.folder}
-    return {"steps": steps, "programs": found}
+        last = run.last_loss
+        found[program] = ProgramLoss(last.step if last else None, last.loss if last else None,
+                                     run.dead_input_threads, run.folder)
+    return LossCheck(steps, found)
 
 
-def run_bench(settings: Settings, backend: Backend, *, repetitions: int, steps: int, echo: Echo,
-              data_source: str = "auto", workers: int = 2, rows: tuple[Row, ...] = ROWS,
-              loss_steps: int = 0) -> dict[str, Any]:
-    """Every row `repetitions` times, alternating, then the ablation and the extra measurements."""
-    bench = Bench(settings, backend, PROFILES["default"], steps, echo, data_source)
+def _overheads(bench: Bench, reps: Sequence[Repetition]) -> Overheads:
+    runs = [run for rep in reps for run in [*rep.standalone.values(), *rep.clusters, *rep.variants.values()]]
+    teardowns = [run.timings.get("teardown_done", 0) - run.timings.get("teardown_started", 0) for run in runs]
+    ready = [run.first_step_after_ready_s for rep in reps for run in rep.clusters
+             if run.first_step_after_ready_s is not None]
+    return Overheads(bench.verify_apply_s, statistics.median(ready) if ready else None, round(max(teardowns), 3))
+
+
+def run_bench(settings: Settings, backend: Backend, options: Options, *, repetitions: int, echo: Echo,
+              rows: tuple[Row, ...] = ROWS, loss_steps: int = 0,
+              variants_each_repetition: bool = True) -> BenchResults:
+    """Every row `repetitions` times, alternating, with the ablation's changes each alone in
+    every repetition (or once after them, if not ``variants_each_repetition``), then the extra
+    measurements; bench.json is written in the bench's folder."""
+    bench = Bench(settings, backend, options, echo, "bench")
+    steps, workers = options.steps, options.workers
+    variants = _variants(bench, settings, rows)
     reps = []
     for rep in range(repetitions):
         echo(f"repetition {rep + 1}/{repetitions}")
-        reps.append(_repetition(bench, rows, workers, reverse=rep % 2 == 1))
-    table = _rows(rows, reps, workers)
-    echo("the ablation: each change of the lesson alone")
-    ablation = _ablation(bench, settings, table, workers)
+        reps.append(_repetition(bench, rows, workers, rep % 2 == 1,
+                                variants if variants_each_repetition else None))
+    variant_runs = [(rep.variants, rep) for rep in reps]
+    if variants and not variants_each_repetition:
+        echo("the ablation: each change of the lesson alone, once, paired with the last repetition")
+        variant_runs = [({change: _run_variant(bench, workers, change, variants) for change in variants.trainers},
+                         reps[-1])]
+    table = bench_rows(rows, reps, workers)
     echo("where the time goes (one traced step each), the input-free bound, where the variables live")
-    extras = _extras(bench, workers, any(row.program == "lesson" for row in rows))
-    standalone = _median([rep["standalone"]["article"]["rate"] for rep in reps if "article" in rep["standalone"]])
-    lesson = next((r for r in table if r["program"] == "lesson"), None)
-    teardowns = [run["timings"].get("teardown_done", 0) - run["timings"].get("teardown_started", 0)
-                 for rep in reps for run in [*rep["standalone"].values(), *(r["cluster"] for r in rep["rows"])]]
-    results = {
-        "folder": str(bench.dir), "steps": steps, "repetitions": repetitions, "workers": workers,
-        "warmup_rule": WARMUP_RULE, "data": bench.data.source, "kit_fixes": {"request_id_fix": bench.fix.summary},
-        "tunings": {row.tuning.name: asdict(row.tuning) for row in rows},
-        "repetition_results": reps, "rows": table, "baseline": _baseline(reps), "ablation": ablation,
-        "target": {"speedup": TARGET_SPEEDUP, "lesson_speedup": lesson["speedup"] if lesson else None,
-                   "met": bool(lesson and lesson["speedup"] and lesson["speedup"] >= TARGET_SPEEDUP)},
-        "input_free_bound": {"rate": extras["input_free_rate"], "standalone_share": ratio(standalone,
-                                                                                          extras["input_free_rate"])},
-        "breakdown": extras["breakdown"], "placement": extras["placement"],
-        "loss": _loss(bench, workers, loss_steps, [p for p in ("article", "lesson")
-                                                   if any(r.program == p for r in rows)]) if loss_steps else None,
-        "overheads": {
-            "verify_and_apply_s": bench.verify_apply_s,
-            "cluster_ready_to_first_step_s": _median([r["cluster"]["first_step_after_ready_s"]
-                                                      for rep in reps for r in rep["rows"]]),
-            "teardown_s": round(max(teardowns), 3),
-        },
-    }
-    write_json(bench.dir / "bench.json", results)
+    steps_traced, placement, bound = _extras(bench, workers, any(row.program == "lesson" for row in rows))
+    article = next((r for r in table if r.program == "article"), None)
+    lesson = next((r for r in table if r.program == "lesson"), None)
+    bound_rate = rate_of([bound])
+    programs = [p for p in ("article", "lesson") if any(r.program == p for r in rows)]
+    results = BenchResults(
+        str(bench.dir), steps, WARMUP_RULE, METHOD, repetitions, workers, bench.data.source, bench.fix.summary,
+        variants_each_repetition, {row.tuning.name: row.tuning for row in rows}, reps, table, baseline(reps),
+        ablation_rows(rows, table, reps, variant_runs if variants else []),
+        Target(TARGET_SPEEDUP, lesson.speedup if lesson else None,
+               bool(lesson and lesson.speedup and lesson.speedup.value >= TARGET_SPEEDUP)),
+        InputFreeBound(bound_rate, _ratio(article.standalone_rate.value if article and article.standalone_rate
+                                          else None, bound_rate.value if bound_rate else None)),
+        steps_traced, placement, _loss(bench, workers, loss_steps, programs) if loss_steps else None,
+        _overheads(bench, reps))
+    results.write(bench.dir)
     return results

@@ -12,38 +12,44 @@ different moments, and the ps's link carries every worker's traffic.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from dataclasses import asdict
-from typing import Any
+from collections.abc import Callable, Mapping
 
+from reprokit.bench.results import NetworkPoint, NetworkProgram, NetworkResults, Prediction, rate_of, speedup_of
 from reprokit.bench.runs import Bench
 from reprokit.commands import Echo
-from reprokit.files import write_json
+from reprokit.judge.intervals import METHOD
 from reprokit.judge.speed import WARMUP_RULE
+from reprokit.options import Options
 from reprokit.run.backends import Backend
 from reprokit.run.links import Link
-from reprokit.run.tuning import Tuning
 from reprokit.settings import Settings
 
 BATCH = 128  # the tutorial's batch_size: examples per worker per step
 
 
-def busiest(network: dict[str, Any]) -> tuple[str, int] | None:
-    """The host whose link carries the most bytes per step (sent and received), and how many."""
-    rows = [(role, row.get("sent_per_step", 0) + row.get("received_per_step", 0))
-            for role, row in (network.get("hosts") or {}).items() if "sent_per_step" in row]
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def busiest(network: Mapping[str, object]) -> tuple[str, int] | None:
+    """The host whose link carries the most bytes per step (sent and received), and how many.
+    ``network`` is the hosts backend's report: {"hosts": {role: {"sent_per_step": ...}}}."""
+    hosts = network.get("hosts")
+    rows = [(str(role), _count(row.get("sent_per_step")) + _count(row.get("received_per_step")))
+            for role, row in (hosts.items() if isinstance(hosts, dict) else [])
+            if isinstance(row, dict) and "sent_per_step" in row]
     return max(rows, key=lambda item: item[1]) if rows else None
 
 
-def predict(points: list[dict[str, Any]], standalone_rate: float | None, workers: int) -> dict[str, Any]:
+def predict(points: list[NetworkPoint], standalone_rate: float | None, workers: int) -> Prediction:
     """Predicted examples/sec per measured bandwidth and along a curve; where the cluster stops
     beating one CPU. Needs the unshaped (`none`) point for the compute time and the bytes."""
-    base = next((p for p in points if p["bits_per_s"] is None and p["rate"]), None)
-    load = busiest(base["network"]) if base else None
-    if base is None or load is None:
-        return {"why_not": "no unshaped run with bytes per step to predict from (add `none` to --link)"}
+    base = next((p for p in points if p.bits_per_s is None and p.rate), None)
+    load = busiest(base.cluster.network) if base else None
+    if base is None or base.rate is None or load is None:
+        return Prediction(why_not="no unshaped run with bytes per step to predict from (add `none` to --link)")
     examples = BATCH * workers
-    step_s = examples / base["rate"]
+    step_s = examples / base.rate.value
     host, bytes_per_step = load
 
     def rate_at(bits_per_s: float) -> float:
@@ -53,31 +59,32 @@ def predict(points: list[dict[str, Any]], standalone_rate: float | None, workers
     # One CPU's step time for the cluster's examples; the cluster beats it while its step is shorter.
     alone_s = examples / standalone_rate if standalone_rate else None
     crossover = 8 * bytes_per_step / (alone_s - step_s) if alone_s and alone_s > step_s else None
-    return {"compute_step_s": step_s, "busiest_host": host, "bytes_per_step": bytes_per_step,
-            "points": {p["link"]: rate_at(float(p["bits_per_s"])) for p in points if p["bits_per_s"]},
-            "curve": [[bits, rate_at(bits)] for bits in curve],
-            "beats_one_cpu_above_bits_per_s": crossover,
-            "never_beats_one_cpu": alone_s is not None and alone_s <= step_s}
+    return Prediction(None, step_s, host, bytes_per_step,
+                      {p.link: rate_at(p.bits_per_s) for p in points if p.bits_per_s},
+                      [(bits, rate_at(bits)) for bits in curve], crossover,
+                      alone_s is not None and alone_s <= step_s)
 
 
-def run_network_sweep(settings: Settings, local: Backend, hosts: Callable[[str], Backend], tuning: Tuning, *,
-                      links: list[Link], programs: list[str], steps: int, echo: Echo, data_source: str = "auto",
-                      workers: int = 2) -> dict[str, Any]:
-    """For each program: one standalone run, then the cluster on simulated hosts at each link."""
-    bench = Bench(settings, local, tuning, steps, echo, data_source)
-    results: dict[str, Any] = {"folder": str(bench.dir), "steps": steps, "workers": workers, "warmup_rule": WARMUP_RULE,
-                               "tuning": asdict(tuning), "links": [link.name for link in links], "programs": {}}
+def run_network_sweep(settings: Settings, local: Backend, hosts: Callable[[str], Backend], options: Options, *,
+                      links: list[Link], programs: list[str], echo: Echo) -> NetworkResults:
+    """For each program: one standalone run, then the cluster on simulated hosts at each link;
+    each point's speed-up is one pair (its cluster, the standalone): the within-run interval."""
+    bench = Bench(settings, local, options, echo, "network")
+    workers = options.workers
+    found = {}
     for program in programs:
         standalone = bench.run("standalone", program=program)
+        alone = rate_of([standalone])
         points = []
         for link in links:
             run = bench.run("cluster", workers, f"-{link.name}", program=program, backend=hosts(link.name))
-            points.append({"link": link.name, "bits_per_s": link.bits_per_s, "rate": run.rate,
-                           "speedup": run.rate / standalone.rate if run.rate and standalone.rate else None,
-                           "network": run.network, "folder": run.folder})
-        results["programs"][program] = {"standalone_rate": standalone.rate, "points": points,
-                                        "prediction": predict(points, standalone.rate, workers)}
-    write_json(bench.dir / "network.json", results)
+            points.append(NetworkPoint(link.name, None if link.bits_per_s is None else float(link.bits_per_s), run,
+                                       rate_of([run]), speedup_of([(run, standalone)])))
+        found[program] = NetworkProgram(standalone, alone, points,
+                                        predict(points, alone.value if alone else None, workers))
+    results = NetworkResults(str(bench.dir), options.steps, WARMUP_RULE, METHOD, workers, options.tuning,
+                             [link.name for link in links], found)
+    results.write(bench.dir)
     return results
 
 

@@ -1,13 +1,26 @@
-"""Tables and plots of `invoke bench` and `invoke sweep` results."""
+"""Tables and plots of `invoke bench` and `invoke sweep` results, each figure with its 95% interval.
+
+A figure prints as `1.34x (1.21-1.49)`; a line above each table says what the brackets are (the
+95% interval, n, the method in short, the step rates behind it). Plots draw the same intervals
+as error bars.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reprokit.bench.network import bandwidth_name, busiest
-from reprokit.files import write_figure
+from reprokit.bench.results import NONE_CHANGE, BenchResults, NetworkResults, SweepResults
+from reprokit.figures import new_figure, write_figure
+from reprokit.judge.intervals import Estimate
 from reprokit.judge.speed import ARTICLE_SPEEDUP, ARTICLE_WORKERS
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+COLOURS = ("tab:orange", "tab:green", "tab:purple")
 
 
 def _f(value: float | None, fmt: str = "{:.1f}") -> str:
@@ -22,177 +35,218 @@ def _pct(value: float | None) -> str:
     return _f(None if value is None else 100 * value, "{:.1f}%")
 
 
-def bench_lines(r: dict[str, Any]) -> list[str]:
-    lines = [f"rule: {r['warmup_rule']}; {r['repetitions']} repetitions, {r['steps']} steps a run; "
-             f"request-id fix {r['kit_fixes']['request_id_fix']}", "",
+def figure(estimate: Estimate | None, suffix: str = "x", digits: int = 2) -> str:
+    """``1.34x (1.21-1.49)``: the figure and its 95% interval; ``n/a`` without one."""
+    if estimate is None:
+        return "n/a"
+    return f"{estimate.value:.{digits}f}{suffix} ({estimate.low:.{digits}f}-{estimate.high:.{digits}f})"
+
+
+def rate(estimate: Estimate | None) -> str:
+    return figure(estimate, "", 1)
+
+
+def gain(estimate: Estimate | None) -> str:
+    """A ratio as a change: ``+12% (+5% to +20%)``."""
+    if estimate is None:
+        return "n/a"
+    return (f"{100 * (estimate.value - 1):+.0f}% ({100 * (estimate.low - 1):+.0f}% to "
+            f"{100 * (estimate.high - 1):+.0f}%)")
+
+
+def interval_line(estimates: Iterable[Estimate | None], what: str) -> str:
+    """What the brackets of a table are: the 95% interval, n, the method (short), the samples."""
+    present = [e for e in estimates if e is not None]
+    if not present:
+        return f"{what}: no figure (no run logged a step after warm-up)"
+    ns = sorted({e.n for e in present})
+    methods = list(dict.fromkeys(e.method for e in present))
+    fewest, most = min(e.samples for e in present), max(e.samples for e in present)
+    return (f"{what}: 95% CI in brackets, n = {'/'.join(map(str, ns))}; method: {'; '.join(methods)}; "
+            f"{fewest if fewest == most else f'{fewest}-{most}'} step rates behind each figure")
+
+
+def bench_lines(r: BenchResults) -> list[str]:
+    lines = [f"rule: {r.warmup_rule}; {r.repetitions} repetitions, {r.steps} steps a run; "
+             f"request-id fix {r.request_id_fix}",
+             interval_line([row.speedup for row in r.rows], "speed-ups (cluster / its program's standalone, "
+                           "paired by repetition)"), "",
              "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition |",
              "| --- | ---: | ---: | ---: | ---: | --- |"]
-    for row in r["rows"]:
-        lines.append(f"| {row['name']} | {_f(row['standalone_rate'])} | {_f(row['cluster_rate'])} | "
-                     f"{_x(row['speedup'])} | {_pct(row['efficiency'])} | "
-                     f"{', '.join(_x(s) for s in row['per_repetition'])} |")
+    for row in r.rows:
+        lines.append(f"| {row.name} | {rate(row.standalone_rate)} | {rate(row.cluster_rate)} | "
+                     f"{figure(row.speedup)} | {_pct(row.efficiency)} | "
+                     f"{', '.join(_x(s) for s in row.per_repetition)} |")
     lines.append(f"| the article (2017) | 98 | 170 | {ARTICLE_SPEEDUP:.2f}x | "
                  f"{100 * ARTICLE_SPEEDUP / ARTICLE_WORKERS:.1f}% | |")
-    baseline, target = r.get("baseline"), r["target"]
-    if baseline:
-        lines += ["", f"the lesson's baseline: its standalone runs at {_x(baseline['median'])} of the article's "
-                  f"(per repetition {', '.join(_x(v) for v in baseline['per_repetition'])}; the floor is "
-                  f"{baseline['floor']:.2f}x): {'fair' if baseline['ok'] else 'TOO WEAK: its speed-up is not fair'}"]
-    if target["lesson_speedup"] is not None:
-        gap = target["speedup"] - target["lesson_speedup"]
-        lines.append(f"target: {target['speedup']:.2f}x on {r['workers']} workers; the lesson reaches "
-                     f"{_x(target['lesson_speedup'])}" + ("" if target["met"] else f", {gap:.2f}x short"))
-    if r["ablation"]:
-        lines += ["", "ablation: the article's cluster trainer with each change of the lesson alone "
-                  "(speed-up over the lesson's standalone; gain over the article's cluster)", "",
+    if r.baseline:
+        base = r.baseline
+        lines += ["", f"the lesson's baseline: its standalone runs at {figure(base.ratio)} of the article's "
+                  f"(per repetition {', '.join(_x(v) for v in base.per_repetition)}; the floor is "
+                  f"{base.floor:.2f}x): {'fair' if base.ok else 'TOO WEAK: its speed-up is not fair'}"]
+    target = r.target
+    if target.lesson_speedup is not None:
+        gap = target.speedup - target.lesson_speedup.value
+        lines.append(f"target: {target.speedup:.2f}x on {r.workers} workers; the lesson reaches "
+                     f"{figure(target.lesson_speedup)}" + ("" if target.met else f", {gap:.2f}x short"))
+    if r.ablation:
+        when = "in every repetition" if r.variants_each_repetition else "once, beside the last repetition"
+        lines += ["", "ablation: the article's cluster trainer with each change of the lesson alone (run "
+                  f"{when}); speed-up over its program's standalone, gain over the article's cluster; the "
+                  "first and last rows are the table's article and lesson rows",
+                  interval_line([a.speedup for a in r.ablation], "ablation"), "",
                   "| change | cluster ex/s | speed-up | gain |", "| --- | ---: | ---: | ---: |"]
-        lines += [f"| {a['change']} | {_f(a['cluster_rate'])} | {_x(a['speedup'])} | "
-                  f"{_f(None if a['gain'] is None else 100 * (a['gain'] - 1), '{:+.0f}%')} |" for a in r["ablation"]]
-    bound = r["input_free_bound"]
-    lines += ["", f"input-free bound of one core: {_f(bound['rate'])} ex/s; the article's standalone reaches "
-              f"{_pct(bound['standalone_share'])} of it"]
-    for name, b in r["breakdown"].items():
-        lines += ["", f"one traced {name} step: {b['wall_ms']} ms wall"]
-        for part, ms in (("compute", b["compute_ms"]), ("input pipeline wait", b["input_ms"]),
-                         ("ps (averaging, updates)", b["ps_ms"]), ("transfers and waiting", b["other_ms"])):
-            share = 100 * ms / b["wall_ms"] if b["wall_ms"] else 0
-            lines.append(f"  {part:<26} {ms:8.1f} ms  {share:5.1f}%")
-        for d in b["devices"]:
-            lines.append(f"    {d['device']}: busy {d['busy_ms']:.1f} ms, idle {d['longest_idle_ms']:.1f} ms "
-                         f"from +{d['idle_from_ms']:.1f} ms")
+        lines += [f"| {a.change} | {rate(a.cluster_rate)} | {figure(a.speedup)} | "
+                  f"{'reference' if a.change == NONE_CHANGE else gain(a.gain)} |"
+                  for a in r.ablation]
+    bound = r.input_free_bound
+    lines += ["", f"input-free bound of one core: {rate(bound.rate)} ex/s (one run); the article's standalone "
+              f"reaches {_pct(bound.standalone_share)} of it"]
+    for name, b in r.breakdown.items():
+        lines += ["", f"one traced {name} step: {b.wall_ms} ms wall"]
+        lines += [f"  {part:<26} {ms:8.1f} ms  {100 * share:5.1f}%" for part, ms, share in b.rows()]
+        lines += [f"    {d.device}: busy {d.busy_ms:.1f} ms, idle {d.longest_idle_ms:.1f} ms "
+                  f"from +{d.idle_from_ms:.1f} ms" for d in b.devices]
     lines.append("")
-    for program, variables in r["placement"].items():
+    for program, variables in r.placement.items():
         homes = sorted(set(variables.values()))
         lines.append(f"the {program} program's variables live on {', '.join(homes) or 'n/a'}")
     lines += ["", "CPU kept busy per role during a cluster run (cores on average):"]
-    for row in r["rows"]:
-        share = row["cpu_share"]
-        lines.append(f"  {row['name']}: " + ", ".join(f"{k} {v:.2f}" for k, v in share["roles"].items())
-                     + f" (of {share['cpus']} usable)")
-    if r.get("loss"):
-        loss = r["loss"]
-        lines += ["", f"{loss['steps']}-step clusters: " + "; ".join(
-            f"{program} program step {v['step']} loss {_f(v['loss'], '{:.2f}')}, dead input threads "
-            f"{v['dead_input_threads']}" for program, v in loss["programs"].items())]
-    o = r["overheads"]
-    lines += ["", f"kit overheads: verify + apply {o['verify_and_apply_s']} s; cluster ready -> first logged step "
-              f"{o['cluster_ready_to_first_step_s']} s; teardown {o['teardown_s']} s"]
+    for row in r.rows:
+        share = row.cpu_share
+        lines.append(f"  {row.name}: " + ", ".join(f"{k} {v:.2f}" for k, v in share.roles.items())
+                     + f" (of {share.cpus} usable)")
+    if r.loss:
+        lines += ["", f"{r.loss.steps}-step clusters: " + "; ".join(
+            f"{program} program step {v.step} loss {_f(v.loss, '{:.2f}')}, dead input threads "
+            f"{v.dead_input_threads}" for program, v in r.loss.programs.items())]
+    o = r.overheads
+    lines += ["", f"kit overheads: verify + apply {o.verify_and_apply_s} s; cluster ready -> first logged step "
+              f"{o.cluster_ready_to_first_step_s} s; teardown {o.teardown_s} s"]
     return lines
 
 
-def plot_bench(r: dict[str, Any], path: Path) -> Path:
-    import matplotlib
+def _errors(estimates: Sequence[Estimate | None]) -> tuple[list[float], list[list[float]]]:
+    """Values and matplotlib's asymmetric error bars ([below], [above]) of the estimates."""
+    values = [e.value if e else 0.0 for e in estimates]
+    below = [e.value - e.low if e else 0.0 for e in estimates]
+    above = [e.high - e.value if e else 0.0 for e in estimates]
+    return values, [below, above]
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.4), dpi=110)
-    names = [row["name"].replace(" program, ", "\n") for row in r["rows"]]
-    x = range(len(names))
-    for i, row in enumerate(r["rows"]):
-        left.scatter([i] * len(row["per_repetition"]), [s or 0 for s in row["per_repetition"]], color="grey",
+def plot_bench(r: BenchResults, path: Path) -> Path:
+    fig, (left, right) = new_figure(11, 4.4, columns=2)
+    names = [row.name.replace(" program, ", "\n") for row in r.rows]
+    x = list(range(len(names)))
+    for i, row in enumerate(r.rows):
+        left.scatter([i] * len(row.per_repetition), [s or 0 for s in row.per_repetition], color="grey",
                      s=12, zorder=3, label="a repetition" if i == 0 else None)
-    left.bar(x, [row["speedup"] or 0 for row in r["rows"]], color=["tab:blue", "tab:cyan", "tab:green"][:len(names)])
-    left.axhline(r["workers"], color="black", linestyle="--", linewidth=1, label=f"limit ({r['workers']}x)")
-    left.axhline(r["target"]["speedup"], color="tab:green", linestyle=":", linewidth=1,
-                 label=f"target ({r['target']['speedup']:.2f}x)")
+    values, errors = _errors([row.speedup for row in r.rows])
+    left.bar(x, values, yerr=errors, capsize=4, color=["tab:blue", "tab:cyan", "tab:green"][:len(names)])
+    left.axhline(r.workers, color="black", linestyle="--", linewidth=1, label=f"limit ({r.workers}x)")
+    left.axhline(r.target.speedup, color="tab:green", linestyle=":", linewidth=1,
+                 label=f"target ({r.target.speedup:.2f}x)")
     left.axhline(ARTICLE_SPEEDUP, color="tab:red", linestyle="-.", linewidth=1, label="the article, 2017 (1.74x)")
     left.axhline(1.0, color="grey", linestyle=":", linewidth=1)
-    left.set_xticks(list(x), names, fontsize=8)
-    left.set(title="speed-up over its program's standalone (1 CPU)", ylabel="cluster / standalone")
+    left.set_xticks(x, names, fontsize=8)
+    left.set(title="speed-up over its program's standalone (1 CPU), 95% CI", ylabel="cluster / standalone")
     left.legend(fontsize=7)
-    if r["ablation"]:
-        changes = [a["change"] for a in r["ablation"]]
-        right.barh(range(len(changes)), [a["speedup"] or 0 for a in r["ablation"]], color="tab:olive")
+    if r.ablation:
+        changes = [a.change for a in r.ablation]
+        values, errors = _errors([a.speedup for a in r.ablation])
+        right.barh(range(len(changes)), values, xerr=errors, capsize=4, color="tab:olive")
         right.set_yticks(range(len(changes)), changes, fontsize=8)
         right.axvline(1.0, color="grey", linestyle=":", linewidth=1)
-        right.axvline(r["workers"], color="black", linestyle="--", linewidth=1)
-        right.set(title="ablation: what each change of the lesson buys", xlabel="speed-up over the lesson's standalone")
+        right.axvline(r.workers, color="black", linestyle="--", linewidth=1)
+        right.set(title="ablation: what each change of the lesson buys",
+                  xlabel="speed-up over its program's standalone")
         right.invert_yaxis()
     return write_figure(fig, path)
 
 
-def sweep_lines(r: dict[str, Any]) -> list[str]:
-    lines = [f"{r['cpus']} CPUs usable; rule: {r['warmup_rule']}"]
-    for program, data in r["programs"].items():
-        lines += ["", f"{program}: standalone (1 CPU) {_f(data['standalone_rate'])} ex/s", "",
-                  "| workers | ex/s | speed-up | ideal | note |", "| ---: | ---: | ---: | ---: | --- |"]
-        for p in data["points"]:
-            note = f"oversubscribed: {p['workers']} workers on {r['cpus']} CPUs" if p["oversubscribed"] else ""
-            lines.append(f"| {p['workers']} | {_f(p['rate'])} | {_f(p['speedup'], '{:.2f}x')} | "
-                         f"{p['workers']}.00x | {note} |")
+def _program_head(program: str, standalone: Estimate | None, header: str, rule: str) -> list[str]:
+    """A program's table in a sweep opens with its standalone rate, the baseline of its speed-ups."""
+    return ["", f"{program}: standalone (1 CPU) {rate(standalone)} ex/s", "", header, rule]
+
+
+def sweep_lines(r: SweepResults) -> list[str]:
+    lines = [f"{r.cpus} CPUs usable; rule: {r.warmup_rule}",
+             interval_line([p.speedup for data in r.programs.values() for p in data.points],
+                           "speed-ups (each point's cluster / its program's standalone)")]
+    for program, data in r.programs.items():
+        lines += _program_head(program, data.standalone_rate, "| workers | ex/s | speed-up | ideal | note |",
+                               "| ---: | ---: | ---: | ---: | --- |")
+        for p in data.points:
+            note = f"oversubscribed: {p.workers} workers on {r.cpus} CPUs" if p.oversubscribed else ""
+            lines.append(f"| {p.workers} | {rate(p.rate)} | {figure(p.speedup)} | {p.workers}.00x | {note} |")
     return lines
 
 
-def plot_sweep(r: dict[str, Any], path: Path) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.5, 4.5), dpi=110)
-    ns = sorted({p["workers"] for data in r["programs"].values() for p in data["points"]})
+def plot_sweep(r: SweepResults, path: Path) -> Path:
+    fig, (ax,) = new_figure(6.5, 4.5)
+    ns = sorted({p.workers for data in r.programs.values() for p in data.points})
     top = max(ns + [2])
     ax.plot([1, top], [1, top], "k--", linewidth=1, label="ideal (N x standalone)")
-    ax.axhline(r["cpus"], color="grey", linestyle=":", linewidth=1,
-               label=f"limit of this machine's {r['cpus']} CPUs")
-    for (program, data), colour in zip(r["programs"].items(), ("tab:orange", "tab:green", "tab:purple")):
-        ax.plot([p["workers"] for p in data["points"]], [p["speedup"] or 0 for p in data["points"]], "o-",
-                color=colour, label=f"{program} program, this machine")
+    ax.axhline(r.cpus, color="grey", linestyle=":", linewidth=1, label=f"limit of this machine's {r.cpus} CPUs")
+    for (program, data), colour in zip(r.programs.items(), COLOURS):
+        values, errors = _errors([p.speedup for p in data.points])
+        ax.errorbar([p.workers for p in data.points], values, yerr=errors, fmt="o-", capsize=4, color=colour,
+                    label=f"{program} program, this machine (95% CI)")
     ax.plot([1, 2], [1.0, ARTICLE_SPEEDUP], "s", color="tab:blue", label="article (98 -> 170 ex/s)")
-    if top > r["cpus"]:
-        ax.axvspan(r["cpus"] + 0.5, top + 0.5, color="red", alpha=0.08,
-                   label=f"more workers than the {r['cpus']} CPUs: oversubscribed")
+    if top > r.cpus:
+        ax.axvspan(r.cpus + 0.5, top + 0.5, color="red", alpha=0.08,
+                   label=f"more workers than the {r.cpus} CPUs: oversubscribed")
     ax.set(title="cluster speed-up over standalone (1 CPU)", xlabel="workers", ylabel="speed-up")
     ax.set_xticks(sorted(set(ns + [1, 2])))
     ax.legend(fontsize=8)
     return write_figure(fig, path)
 
 
-def network_lines(r: dict[str, Any]) -> list[str]:
-    lines = [f"{r['workers']} workers on simulated hosts; rule: {r['warmup_rule']}"]
-    for program, data in r["programs"].items():
-        pred = data["prediction"]
-        lines += ["", f"{program}: standalone (1 CPU) {_f(data['standalone_rate'])} ex/s", "",
-                  "| link | ex/s | speed-up | predicted ex/s | busiest host: MB per step |",
-                  "| --- | ---: | ---: | ---: | --- |"]
-        for p in data["points"]:
-            load = busiest(p["network"])
-            predicted = (pred.get("points") or {}).get(p["link"])
-            lines.append(f"| {p['link']} | {_f(p['rate'])} | {_f(p['speedup'], '{:.2f}x')} | {_f(predicted)} | "
+def network_lines(r: NetworkResults) -> list[str]:
+    lines = [f"{r.workers} workers on simulated hosts; rule: {r.warmup_rule}",
+             interval_line([p.speedup for data in r.programs.values() for p in data.points],
+                           "speed-ups (each link's cluster / its program's standalone)")]
+    for program, data in r.programs.items():
+        pred = data.prediction
+        lines += _program_head(program, data.standalone_rate,
+                               "| link | ex/s | speed-up | predicted ex/s | busiest host: MB per step |",
+                               "| --- | ---: | ---: | ---: | --- |")
+        for p in data.points:
+            load = busiest(p.cluster.network)
+            lines.append(f"| {p.link} | {rate(p.rate)} | {figure(p.speedup)} | {_f(pred.points.get(p.link))} | "
                          + (f"{load[0]}: {load[1] / 1e6:.2f}" if load else "n/a") + " |")
-        if "why_not" in pred:
-            lines.append(f"prediction: {pred['why_not']}")
-        elif pred["never_beats_one_cpu"]:
+        if pred.why_not:
+            lines.append(f"prediction: {pred.why_not}")
+        elif pred.never_beats_one_cpu:
             lines.append("the cluster does not beat one CPU even on unshaped links")
         else:
-            lines.append(f"prediction: compute {1000 * pred['compute_step_s']:.0f} ms a step + "
-                         f"{pred['bytes_per_step'] / 1e6:.2f} MB over the {pred['busiest_host']}'s link; "
-                         f"the cluster beats one CPU above {bandwidth_name(pred['beats_one_cpu_above_bits_per_s'])}")
+            lines.append(f"prediction: compute {1000 * (pred.compute_step_s or 0):.0f} ms a step + "
+                         f"{(pred.bytes_per_step or 0) / 1e6:.2f} MB over the {pred.busiest_host}'s link; "
+                         f"the cluster beats one CPU above {bandwidth_name(pred.beats_one_cpu_above_bits_per_s)}")
     return lines
 
 
-def plot_network(r: dict[str, Any], path: Path) -> Path:
-    import matplotlib
+def _right_edge(ax: Axes, x: float, estimate: Estimate | None, colour: str, label: str) -> None:
+    values, errors = _errors([estimate])
+    ax.errorbar([x], values, yerr=errors, fmt="D", capsize=4, color=colour, label=label)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 4.8), dpi=110)
-    workers = r["workers"]
-    ax.axhline(workers, color="black", linestyle="--", linewidth=1, label=f"ideal ({workers}x)")
+def plot_network(r: NetworkResults, path: Path) -> Path:
+    fig, (ax,) = new_figure(7.5, 4.8)
+    ax.axhline(r.workers, color="black", linestyle="--", linewidth=1, label=f"ideal ({r.workers}x)")
     ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, label="one CPU (1x)")
     ax.axhline(ARTICLE_SPEEDUP, color="tab:blue", linestyle="-.", linewidth=1, label="article (1.74x, one host)")
     top = 1e11
-    for (program, data), colour in zip(r["programs"].items(), ("tab:orange", "tab:green", "tab:purple")):
-        alone = data["standalone_rate"] or 0
-        shaped = [p for p in data["points"] if p["bits_per_s"]]
-        ax.plot([p["bits_per_s"] for p in shaped], [(p["speedup"] or 0) for p in shaped], "o", color=colour,
-                label=f"{program}: measured")
-        unshaped = [p for p in data["points"] if not p["bits_per_s"]]
-        for p in unshaped:
-            ax.plot([top], [p["speedup"] or 0], "D", color=colour, label=f"{program}: unshaped (right edge)")
-        curve = data["prediction"].get("curve") or []
+    for (program, data), colour in zip(r.programs.items(), COLOURS):
+        alone = data.standalone_rate.value if data.standalone_rate else 0
+        shaped = [p for p in data.points if p.bits_per_s]
+        values, errors = _errors([p.speedup for p in shaped])
+        ax.errorbar([p.bits_per_s or 0 for p in shaped], values, yerr=errors, fmt="o", capsize=4, color=colour,
+                    label=f"{program}: measured (95% CI)")
+        for p in data.points:
+            if not p.bits_per_s:
+                _right_edge(ax, top, p.speedup, colour, f"{program}: unshaped (right edge)")
+        curve = data.prediction.curve
         if curve and alone:
             ax.plot([c[0] for c in curve], [c[1] / alone for c in curve], "-", color=colour, alpha=0.6,
                     label=f"{program}: predicted (compute + bytes / bandwidth)")

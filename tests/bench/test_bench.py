@@ -1,26 +1,28 @@
-"""`invoke bench` and `invoke sweep` on tiny real runs of both programs: well-formed results,
-the ablation built from the lesson's patch, no timed assertion."""
+"""`invoke bench` and `invoke sweep` on tiny real runs of both programs: typed results whose
+figures are the one estimator over the runs they keep, the ablation built from the lesson's
+patch, no timed assertion."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
 from reprokit.bench.ablation import build_variants, variant_name
 from reprokit.bench.comparison import ROWS, run_bench
+from reprokit.bench.results import BenchResults, SweepResults
 from reprokit.bench.sweep import run_sweep
 from reprokit.bench.tables import plot_sweep, sweep_lines
+from reprokit.judge.intervals import METHOD, ratio_estimate
 from reprokit.judge.speed import WARMUP_RULE
+from reprokit.options import Options
 from reprokit.run.local import LocalBackend
-from reprokit.run.tuning import PROFILES
 from reprokit.sources.workspace import expected_files
 from tests.support import REPO
-from tests.support.kit import KitInputs, kit_settings
+from tests.support.kit import RECORDS, KitInputs, kit_settings
 
 
-def test_the_ablation_builds_the_articles_trainer_with_each_change_alone(kit_inputs: KitInputs, tmp_path: Path):
+def test_the_ablation_builds_the_articles_trainer_with_each_change_alone(kit_inputs: KitInputs, tmp_path: Path) -> None:
     """One trainer per named change: the article's cluster trainer plus only that change's hunks."""
     variants = build_variants(REPO / "upstream", REPO / "patches", kit_inputs.sources_dir, tmp_path / "ablation")
     assert {"input-pipeline": variant_name("input-pipeline"), "variables-on-ps": variant_name("variables-on-ps")} \
@@ -33,69 +35,79 @@ def test_the_ablation_builds_the_articles_trainer_with_each_change_alone(kit_inp
     assert files["cifar10_cluster_train.py"] == (tmp_path / "ablation" / "cifar10_cluster_train.py").read_text()
 
 
+def bench_options(workers: int = 2) -> Options:
+    """What `invoke bench --steps 31` checks and passes on: 31 steps, the spread layout."""
+    return Options(31, workers, "spread", "synthetic", RECORDS)
+
+
 @pytest.fixture(scope="module")
-def bench_results(kit_inputs: KitInputs, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    settings = kit_settings(tmp_path_factory.mktemp("bench-runs"), kit_inputs)
-    return run_bench(settings, LocalBackend("auto"), repetitions=1, steps=31, echo=lambda line: None)
+def bench_results(kit_inputs: KitInputs, tmp_path_factory: pytest.TempPathFactory) -> BenchResults:
+    runs = tmp_path_factory.mktemp("bench-runs")
+    return run_bench(kit_settings(runs, kit_inputs), LocalBackend("auto"), bench_options(),
+                     repetitions=1, echo=lambda line: None)
 
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftover_processes")
-def test_bench_reports_every_row_with_its_ratio(bench_results: dict):
-    """One repetition: each row's rates are positive; its speed-up is its cluster over its own
+def test_bench_reports_every_row_with_its_ratio(bench_results: BenchResults) -> None:
+    """One repetition: each row's speed-up is the one estimator over its cluster and its own
     program's standalone of the same repetition; efficiency is speed-up / 2."""
-    assert [row.name for row in ROWS] == [row["name"] for row in bench_results["rows"]]
-    rep = bench_results["repetition_results"][0]
-    for i, row in enumerate(bench_results["rows"]):
-        standalone = rep["standalone"][row["program"]]["rate"]
-        cluster = rep["rows"][i]["cluster"]["rate"]
-        assert standalone > 0 and cluster > 0
-        assert row["speedup"] == pytest.approx(cluster / standalone)
-        assert row["efficiency"] == pytest.approx(row["speedup"] / 2)
-    assert WARMUP_RULE == bench_results["warmup_rule"]  # the one rule of every figure of the kit
+    assert [row.name for row in ROWS] == [row.name for row in bench_results.rows]
+    (rep,) = bench_results.repetition_results
+    for i, row in enumerate(bench_results.rows):
+        standalone, cluster = rep.standalone[row.program], rep.clusters[i]
+        assert standalone.step_rates and cluster.step_rates
+        assert ratio_estimate([(cluster.step_rates, standalone.step_rates)]) == row.speedup
+        assert row.speedup is not None and row.efficiency == pytest.approx(row.speedup.value / 2)
+        assert row.speedup.low <= row.speedup.value <= row.speedup.high
+    assert (WARMUP_RULE, METHOD) == (bench_results.warmup_rule, bench_results.method)
 
 
 @pytest.mark.slow
-def test_bench_checks_the_lessons_baseline_and_its_target(bench_results: dict):
-    baseline = bench_results["baseline"]
-    rep = bench_results["repetition_results"][0]["standalone"]
-    assert baseline["median"] == pytest.approx(rep["lesson"]["rate"] / rep["article"]["rate"])
-    assert baseline["ok"] == (baseline["median"] >= 0.95)
-    lesson = bench_results["rows"][-1]
-    assert (1.85, lesson["speedup"]) == (bench_results["target"]["speedup"], bench_results["target"]["lesson_speedup"])
+def test_bench_checks_the_lessons_baseline_and_its_target(bench_results: BenchResults) -> None:
+    baseline = bench_results.baseline
+    rep = bench_results.repetition_results[0].standalone
+    assert baseline is not None and baseline.ratio is not None
+    assert ratio_estimate([(rep["lesson"].step_rates, rep["article"].step_rates)]) == baseline.ratio
+    assert baseline.ok == (baseline.ratio.value >= 0.95)
+    lesson = bench_results.rows[-1]
+    assert (1.85, lesson.speedup) == (bench_results.target.speedup, bench_results.target.lesson_speedup)
 
 
 @pytest.mark.slow
-def test_bench_runs_the_ablation_and_the_traces_of_both_programs(bench_results: dict):
-    changes = [a["change"] for a in bench_results["ablation"]]
+def test_bench_runs_the_ablation_and_the_traces_of_both_programs(bench_results: BenchResults) -> None:
+    changes = [a.change for a in bench_results.ablation]
     assert ["none (the article's program)", "input-pipeline alone", "variables-on-ps alone",
             "all (the lesson)"] == changes
-    assert all(a["cluster_rate"] > 0 for a in bench_results["ablation"])
-    assert {"article standalone", "article cluster", "lesson cluster"} == set(bench_results["breakdown"])
-    assert {"/job:ps/task:0/device:CPU:0"} == set(bench_results["placement"]["lesson"].values())
-    assert {"/job:worker/task:0/device:CPU:0"} == set(bench_results["placement"]["article"].values())
+    assert all(a.cluster_rate and a.cluster_rate.value > 0 for a in bench_results.ablation)
+    assert {"input-pipeline", "variables-on-ps"} == set(bench_results.repetition_results[0].variants)
+    assert {"article standalone", "article cluster", "lesson cluster"} == set(bench_results.breakdown)
+    assert {"/job:ps/task:0/device:CPU:0"} == set(bench_results.placement["lesson"].values())
+    assert {"/job:worker/task:0/device:CPU:0"} == set(bench_results.placement["article"].values())
 
 
 @pytest.mark.slow
-def test_bench_writes_its_json_and_measures_the_kit(bench_results: dict):
-    folder = Path(bench_results["folder"])
-    assert json.loads(json.dumps(bench_results)) == json.loads((folder / "bench.json").read_text())
-    o = bench_results["overheads"]
-    assert o["verify_and_apply_s"] >= 0 and o["cluster_ready_to_first_step_s"] > 0 and o["teardown_s"] >= 0
-    assert {"ps", "worker0", "worker1", "client"} == set(bench_results["rows"][0]["cpu_share"]["roles"])
-    assert bench_results["kit_fixes"]["request_id_fix"].startswith("on (")
+def test_bench_writes_its_json_and_measures_the_kit(bench_results: BenchResults) -> None:
+    folder = Path(bench_results.folder)
+    assert bench_results == BenchResults.load(folder / "bench.json")
+    o = bench_results.overheads
+    assert o.verify_and_apply_s >= 0 and (o.cluster_ready_to_first_step_s or 0) > 0 and o.teardown_s >= 0
+    assert {"ps", "worker0", "worker1", "client"} == set(bench_results.rows[0].cpu_share.roles)
+    assert bench_results.request_id_fix.startswith("on (")
 
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftover_processes")
-def test_sweep_runs_each_programs_cluster_per_worker_count(kit_inputs: KitInputs, tmp_path: Path):
+def test_sweep_runs_each_programs_cluster_per_worker_count(kit_inputs: KitInputs, tmp_path: Path) -> None:
     """One worker, both programs: a rate, its speed-up over its program's standalone."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
-    results = run_sweep(settings, LocalBackend("auto"), PROFILES["default"], worker_counts=[1], steps=31,
-                        echo=lambda _: None, programs=("article", "lesson"))
+    results = run_sweep(settings, LocalBackend("auto"), bench_options(workers=1),
+                        worker_counts=[1], echo=lambda _: None, programs=("article", "lesson"))
     for program in ("article", "lesson"):
-        (point,) = results["programs"][program]["points"]
-        assert 1 == point["workers"] and point["rate"] > 0 and not point["oversubscribed"]
-        assert point["speedup"] == pytest.approx(point["rate"] / results["programs"][program]["standalone_rate"])
+        data = results.programs[program]
+        (point,) = data.points
+        assert 1 == point.workers and point.rate and point.rate.value > 0 and not point.oversubscribed
+        assert ratio_estimate([(point.cluster.step_rates, data.standalone.step_rates)]) == point.speedup
+    assert results == SweepResults.load(Path(results.folder) / "sweep.json")
     assert "lesson: standalone (1 CPU)" in "\n".join(sweep_lines(results))
     assert b"\x89PNG" == plot_sweep(results, tmp_path / "sweep.png").read_bytes()[:4]

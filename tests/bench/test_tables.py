@@ -1,44 +1,87 @@
-"""The benchmark's table and plot, from a real bench.json (no training)."""
+"""The benchmark's tables and plots, from a real bench.json (no training): every figure with its
+95% interval, and a line saying what the brackets are."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from reprokit.bench.tables import bench_lines, plot_bench
+from reprokit.bench.results import BenchResults, SweepPoint, SweepProgram, SweepResults
+from reprokit.bench.tables import bench_lines, figure, gain, interval_line, plot_bench, plot_sweep, sweep_lines
+from reprokit.judge.intervals import Estimate
 from tests.support import SAMPLES
 
-BENCH = json.loads((SAMPLES / "bench" / "bench.json").read_text())
+BENCH = BenchResults.load(SAMPLES / "bench" / "bench.json")
+SPEEDUP = Estimate(1.34, 1.21, 1.49, 3, 60, 20, "between 3 repetitions (t)")
 
 
-def test_the_table_has_the_three_rows_and_the_article():
+def test_a_figure_prints_with_its_interval() -> None:
+    assert ("1.34x (1.21-1.49)", "n/a") == (figure(SPEEDUP), figure(None))
+    assert "+34% (+21% to +49%)" == gain(SPEEDUP)
+
+
+def test_the_line_above_a_table_says_what_the_brackets_are() -> None:
+    assert ("speed-ups: 95% CI in brackets, n = 3; method: between 3 repetitions (t); 60 step rates behind "
+            "each figure") == interval_line([SPEEDUP, None], "speed-ups")
+
+
+def test_the_table_has_the_three_rows_and_the_article() -> None:
     text = "\n".join(bench_lines(BENCH))
     for row in ("article program, default settings", "article program, tuned settings",
                 "lesson program, default settings", "the article (2017) | 98 | 170 | 1.74x"):
         assert f"| {row}" in text
 
 
-def test_the_baseline_and_the_target_are_judged_in_words():
+def test_each_rows_speedup_is_printed_with_its_interval_under_a_line_naming_the_method() -> None:
+    lines = bench_lines(BENCH)
+    for row in BENCH.rows:
+        assert any(line.startswith(f"| {row.name} |") and f"| {figure(row.speedup)} |" in line for line in lines)
+    method = BENCH.rows[0].speedup.method if BENCH.rows[0].speedup else ""
+    assert f"95% CI in brackets, n = {BENCH.repetitions}; method: {method};" in lines[1]
+
+
+def test_the_baseline_and_the_target_are_judged_in_words() -> None:
     lines = bench_lines(BENCH)
     baseline = next(line for line in lines if line.startswith("the lesson's baseline:"))
-    assert ("TOO WEAK" in baseline) == (not BENCH["baseline"]["ok"])
+    assert BENCH.baseline is not None and ("TOO WEAK" in baseline) == (not BENCH.baseline.ok)
     target = next(line for line in lines if line.startswith("target: 1.85x on 2 workers"))
-    assert ("short" in target) == (not BENCH["target"]["met"])
+    assert ("short" in target) == (not BENCH.target.met)
 
 
-def test_the_ablation_shows_each_change_alone_then_all():
+def test_the_ablation_shows_each_change_alone_then_all() -> None:
     text = "\n".join(bench_lines(BENCH))
-    assert "| none (the article's program) |" in text
+    assert "| none (the article's program) |" in text and "| reference |" in text
     assert "| input-pipeline alone |" in text and "| variables-on-ps alone |" in text
-    assert "| all (the lesson) |" in text
+    assert f"| all (the lesson) | {figure(BENCH.rows[-1].cluster_rate, '', 1)} | {figure(BENCH.rows[-1].speedup)} |" \
+        in text
 
 
-def test_where_the_variables_live_and_where_the_time_goes_are_shown():
+def test_where_the_variables_live_and_where_the_time_goes_are_shown() -> None:
     text = "\n".join(bench_lines(BENCH))
     assert "the article program's variables live on /job:worker/task:0" in text
     assert "the lesson program's variables live on /job:ps/task:0" in text
     assert "one traced lesson cluster step:" in text
 
 
-def test_the_plot_is_a_png(tmp_path: Path):
+def test_the_plot_is_a_png(tmp_path: Path) -> None:
     assert plot_bench(BENCH, tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
+
+
+def sweep_from_the_bench_sample() -> SweepResults:
+    """A sweep of the sample's real runs: each program's standalone, its 2-worker cluster."""
+    rep = BENCH.repetition_results[0]
+    programs = {}
+    for program, cluster in (("article", rep.clusters[0]), ("lesson", rep.clusters[2])):
+        alone = rep.standalone[program]
+        programs[program] = SweepProgram(alone, BENCH.rows[0].standalone_rate,
+                                         [SweepPoint(2, cluster, None, BENCH.rows[0].speedup, False)])
+    return SweepResults(BENCH.folder, BENCH.steps, BENCH.warmup_rule, BENCH.method, BENCH.tunings["default"], 2,
+                        programs)
+
+
+def test_the_sweep_table_prints_each_point_with_its_interval(tmp_path: Path) -> None:
+    sweep = sweep_from_the_bench_sample()
+    lines = sweep_lines(sweep)
+    assert "lesson: standalone (1 CPU) " + figure(BENCH.rows[0].standalone_rate, "", 1) + " ex/s" in lines
+    assert f"| 2 | n/a | {figure(BENCH.rows[0].speedup)} | 2.00x |  |" in lines
+    assert "95% CI in brackets" in lines[1]
+    assert plot_sweep(sweep, tmp_path / "sweep.png").read_bytes().startswith(b"\x89PNG")

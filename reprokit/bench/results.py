@@ -1,0 +1,262 @@
+"""What `invoke bench` and `invoke sweep` find, typed: bench.json, sweep.json and network.json are
+`asdict` of these dataclasses, and the tables and plots read them back as such.
+
+Every speed figure is an Estimate of the kit's one estimator (reprokit.judge.intervals) with its
+95% interval, and every run keeps its step rates after warm-up: the samples behind the figures,
+so that any figure can be recomputed from the file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from reprokit.bench.documents import Document
+from reprokit.bench.timeline import StepBreakdown
+from reprokit.judge.intervals import Estimate, ratio_estimate, rate_estimate
+from reprokit.run.tuning import Tuning
+
+
+@dataclass(frozen=True)
+class LastLoss:
+    step: int
+    loss: float
+
+
+@dataclass
+class BenchRun:
+    """One run of one mode: its figure (the median after warm-up) and the step rates behind it."""
+
+    mode: str
+    workers: int
+    program: str
+    folder: str
+    rate: float | None  # the run's own figure: the median of step_rates
+    step_rates: list[float]  # each logged step's examples/sec, warm-up dropped, in step order
+    cpu_seconds: dict[str, float] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    first_step_after_ready_s: float | None = None
+    last_loss: LastLoss | None = None  # the last logged step's loss
+    dead_input_threads: int = 0
+    probe: dict[str, object] = field(default_factory=dict)  # probe.json, as the probe wrote it
+    network: dict[str, object] = field(default_factory=dict)  # the hosts backend's hosts and bytes
+
+
+def speedup_of(pairs: Sequence[tuple[BenchRun, BenchRun]]) -> Estimate | None:
+    """The one estimator over (numerator run, denominator run) pairs, one a repetition; None
+    when a run logged no step after warm-up."""
+    if not pairs or any(not run.step_rates for pair in pairs for run in pair):
+        return None
+    return ratio_estimate([(num.step_rates, den.step_rates) for num, den in pairs])
+
+
+def rate_of(runs: Sequence[BenchRun]) -> Estimate | None:
+    """A rate from runs' step rates by the one estimator; None when a run has none."""
+    if not runs or any(not run.step_rates for run in runs):
+        return None
+    return rate_estimate([run.step_rates for run in runs])
+
+
+@dataclass
+class CpuShare:
+    """Average cores each role kept busy while the main role ran (from its CPU seconds)."""
+
+    cpus: int
+    wall_s: float
+    roles: dict[str, float]
+
+
+# --- invoke bench ---------------------------------------------------------------------------
+
+
+@dataclass
+class Repetition:
+    """One repetition: each program's standalone, each row's cluster (in the rows' order), and,
+    when the changes of the ablation run per repetition, the article's cluster with each alone."""
+
+    standalone: dict[str, BenchRun]
+    clusters: list[BenchRun]
+    variants: dict[str, BenchRun] = field(default_factory=dict)
+
+
+@dataclass
+class BenchRow:
+    name: str
+    program: str
+    tuning: str
+    speedup: Estimate | None  # cluster over its own program's standalone, paired by repetition
+    standalone_rate: Estimate | None
+    cluster_rate: Estimate | None
+    efficiency: float | None  # speed-up / workers
+    per_repetition: list[float | None]  # each repetition's ratio of medians
+    cpu_share: CpuShare  # of the middle repetition's cluster
+
+
+@dataclass
+class Baseline:
+    """The lesson's standalone over the article's: a fair baseline is at least the floor."""
+
+    ratio: Estimate | None
+    per_repetition: list[float | None]
+    floor: float
+    ok: bool
+
+
+# The ablation's first and last rows: the article's and the lesson's rows themselves.
+NONE_CHANGE, ALL_CHANGES = "none (the article's program)", "all (the lesson)"
+
+
+@dataclass
+class AblationRow:
+    change: str
+    speedup: Estimate | None  # over its program's standalone (the article's, but for the lesson)
+    cluster_rate: Estimate | None
+    gain: Estimate | None  # its cluster over the article's cluster, paired by repetition
+    folders: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Target:
+    speedup: float
+    lesson_speedup: Estimate | None
+    met: bool
+
+
+@dataclass
+class InputFreeBound:
+    rate: Estimate | None  # one standalone run without the input pipeline
+    standalone_share: float | None  # the article's standalone rate over it
+
+
+@dataclass
+class ProgramLoss:
+    step: int | None
+    loss: float | None
+    dead_input_threads: int
+    folder: str
+
+
+@dataclass
+class LossCheck:
+    steps: int
+    programs: dict[str, ProgramLoss]
+
+
+@dataclass
+class Overheads:
+    verify_and_apply_s: float
+    cluster_ready_to_first_step_s: float | None
+    teardown_s: float
+
+
+@dataclass
+class Measured(Document):
+    """What every benchmark's results open with: where its runs are, how long each ran, and the
+    rules its figures follow."""
+
+    folder: str
+    steps: int
+    warmup_rule: str
+    method: str  # the estimator and its intervals, in words (reprokit.judge.intervals.METHOD)
+
+
+@dataclass
+class BenchResults(Measured):
+    FILE: ClassVar[str] = "bench.json"
+    FORMAT_VERSION: ClassVar[int] = 1
+
+    repetitions: int
+    workers: int
+    data: str
+    request_id_fix: str
+    variants_each_repetition: bool
+    tunings: dict[str, Tuning]
+    repetition_results: list[Repetition]
+    rows: list[BenchRow]
+    baseline: Baseline | None
+    ablation: list[AblationRow]
+    target: Target
+    input_free_bound: InputFreeBound
+    breakdown: dict[str, StepBreakdown]  # one traced step of each, by name
+    placement: dict[str, dict[str, str]]  # program -> variable -> device
+    loss: LossCheck | None
+    overheads: Overheads
+    format_version: int = field(default=FORMAT_VERSION, kw_only=True)
+
+
+# --- invoke sweep ---------------------------------------------------------------------------
+
+
+@dataclass
+class SweepPoint:
+    workers: int
+    cluster: BenchRun
+    rate: Estimate | None
+    speedup: Estimate | None  # over the program's standalone: one pair, the within-run interval
+    oversubscribed: bool
+
+
+@dataclass
+class SweepProgram:
+    standalone: BenchRun
+    standalone_rate: Estimate | None
+    points: list[SweepPoint]
+
+
+@dataclass
+class SweepResults(Measured):
+    FILE: ClassVar[str] = "sweep.json"
+    FORMAT_VERSION: ClassVar[int] = 1
+
+    tuning: Tuning
+    cpus: int
+    programs: dict[str, SweepProgram]
+    format_version: int = field(default=FORMAT_VERSION, kw_only=True)
+
+
+# --- invoke sweep --link: the network sweep ---------------------------------------------------
+
+
+@dataclass
+class NetworkPoint:
+    link: str
+    bits_per_s: float | None  # None: an unshaped link
+    cluster: BenchRun
+    rate: Estimate | None
+    speedup: Estimate | None
+
+
+@dataclass
+class Prediction:
+    """Predicted examples/sec per link, from the unshaped run's step time and the busiest host's
+    bytes per step; ``why_not`` says why there is none."""
+
+    why_not: str | None = None
+    compute_step_s: float | None = None
+    busiest_host: str | None = None
+    bytes_per_step: int | None = None
+    points: dict[str, float] = field(default_factory=dict)  # link -> predicted examples/sec
+    curve: list[tuple[float, float]] = field(default_factory=list)  # (bits/s, examples/sec)
+    beats_one_cpu_above_bits_per_s: float | None = None
+    never_beats_one_cpu: bool = False
+
+
+@dataclass
+class NetworkProgram:
+    standalone: BenchRun
+    standalone_rate: Estimate | None
+    points: list[NetworkPoint]
+    prediction: Prediction
+
+
+@dataclass
+class NetworkResults(Measured):
+    FILE: ClassVar[str] = "network.json"
+    FORMAT_VERSION: ClassVar[int] = 1
+
+    workers: int
+    tuning: Tuning
+    links: list[str]
+    programs: dict[str, NetworkProgram]
+    format_version: int = field(default=FORMAT_VERSION, kw_only=True)

@@ -1,0 +1,136 @@
+"""The bench's results: one estimator for every figure, and files that carry their format."""
+
+from __future__ import annotations
+
+import json
+from statistics import median
+from pathlib import Path
+
+import pytest
+
+from reprokit.bench.comparison import ROWS, ablation_rows, baseline, bench_rows
+from reprokit.bench.documents import ResultsFormatError
+from reprokit.bench.results import (
+    ALL_CHANGES,
+    NONE_CHANGE,
+    BenchResults,
+    BenchRun,
+    NetworkResults,
+    Repetition,
+    SweepResults,
+)
+from reprokit.judge.intervals import ratio_estimate, rate_estimate
+from tests.support import SAMPLES
+
+SAMPLE = SAMPLES / "bench" / "bench.json"
+
+
+def run(mode: str, program: str, *rates: float) -> BenchRun:
+    median = sorted(rates)[len(rates) // 2] if rates else None
+    return BenchRun(mode, 2, program, f"{mode}-{program}", median, list(rates),
+                    timings={"client_started": 0.0, "main_exited": 10.0}, cpu_seconds={"client": 5.0})
+
+
+def repetition(scale: float) -> Repetition:
+    """Three rows' clusters and both standalones; the article's cluster with each change alone."""
+    return Repetition(
+        {"article": run("standalone", "article", *(100 * scale + d for d in (-2, 0, 1, 3, -1))),
+         "lesson": run("standalone", "lesson", *(98 * scale + d for d in (-1, 0, 2, 1, -2)))},
+        [run("cluster", "article", *(120 * scale + d for d in (-3, 0, 2, 4, -1))),
+         run("cluster", "article", *(130 * scale + d for d in (-2, 1, 0, 3, -4))),
+         run("cluster", "lesson", *(170 * scale + d for d in (-5, 0, 2, 4, -2)))],
+        {"input-pipeline": run("cluster", "article", *(150 * scale + d for d in (-1, 2, 0, 3, -2))),
+         "variables-on-ps": run("cluster", "article", *(135 * scale + d for d in (-2, 1, 0, 2, -3)))})
+
+
+REPS = [repetition(1.0), repetition(0.9), repetition(1.05)]
+
+
+def test_a_rows_speedup_is_the_one_estimator_over_its_repetitions_pairs() -> None:
+    """Each repetition pairs a row's cluster with its own program's standalone of that repetition."""
+    table = bench_rows(ROWS, REPS, workers=2)
+    lesson = table[2]
+    expected = ratio_estimate([(rep.clusters[2].step_rates, rep.standalone["lesson"].step_rates) for rep in REPS])
+    assert expected == lesson.speedup
+    assert rate_estimate([rep.standalone["lesson"].step_rates for rep in REPS]) == lesson.standalone_rate
+    assert rate_estimate([rep.clusters[2].step_rates for rep in REPS]) == lesson.cluster_rate
+    assert pytest.approx(expected.value / 2) == lesson.efficiency
+    assert [median(rep.clusters[2].step_rates) / median(rep.standalone["lesson"].step_rates) for rep in REPS] \
+        == lesson.per_repetition
+    assert 3 == expected.n and "between 3 repetitions (t)" == expected.method
+
+
+def test_the_ablations_first_and_last_rows_are_the_article_and_lesson_rows_themselves() -> None:
+    """One set of runs gives one figure: 'all (the lesson)' IS the lesson row's speed-up."""
+    table = bench_rows(ROWS, REPS, workers=2)
+    ablation = ablation_rows(ROWS, table, REPS, [(rep.variants, rep) for rep in REPS])
+    assert [NONE_CHANGE, "input-pipeline alone", "variables-on-ps alone", ALL_CHANGES] == \
+        [a.change for a in ablation]
+    assert (table[0].speedup, table[0].cluster_rate) == (ablation[0].speedup, ablation[0].cluster_rate)
+    assert (table[2].speedup, table[2].cluster_rate) == (ablation[-1].speedup, ablation[-1].cluster_rate)
+    assert ablation[0].gain is None  # the reference: the article's program over itself
+
+
+def test_a_change_alone_is_paired_like_a_row_with_the_articles_runs_of_its_repetition() -> None:
+    table = bench_rows(ROWS, REPS, workers=2)
+    pipeline = ablation_rows(ROWS, table, REPS, [(rep.variants, rep) for rep in REPS])[1]
+    variant = [rep.variants["input-pipeline"].step_rates for rep in REPS]
+    assert ratio_estimate([(v, rep.standalone["article"].step_rates) for v, rep in zip(variant, REPS)]) \
+        == pipeline.speedup
+    assert ratio_estimate([(v, rep.clusters[0].step_rates) for v, rep in zip(variant, REPS)]) == pipeline.gain
+    assert [rep.variants["input-pipeline"].folder for rep in REPS] == pipeline.folders
+
+
+def test_changes_run_once_are_paired_with_that_one_repetition() -> None:
+    table = bench_rows(ROWS, REPS, workers=2)
+    once = {"input-pipeline": REPS[0].variants["input-pipeline"]}
+    (change,) = ablation_rows(ROWS, table, REPS, [(once, REPS[-1])])[1:-1]
+    expected = ratio_estimate([(once["input-pipeline"].step_rates, REPS[-1].clusters[0].step_rates)])
+    assert (expected, 1) == (change.gain, change.gain.n if change.gain else 0)
+
+
+def test_the_baseline_is_the_lessons_standalone_over_the_articles_paired_by_repetition() -> None:
+    found = baseline(REPS)
+    assert found is not None and found.ratio is not None
+    expected = ratio_estimate([(rep.standalone["lesson"].step_rates, rep.standalone["article"].step_rates)
+                               for rep in REPS])
+    assert (expected, expected.value >= 0.95) == (found.ratio, found.ok)
+
+
+def test_a_run_without_step_rates_has_no_figure_rather_than_a_wrong_one() -> None:
+    reps = [repetition(1.0)]
+    reps[0].clusters[2] = run("cluster", "lesson")
+    assert bench_rows(ROWS, reps, workers=2)[2].speedup is None
+
+
+def test_the_sample_bench_reads_back_into_its_dataclasses_unchanged(tmp_path: Path) -> None:
+    results = BenchResults.load(SAMPLE)
+    assert json.loads(SAMPLE.read_text()) == json.loads(results.write(tmp_path).read_text())
+
+
+def test_the_sample_rows_figures_are_the_estimator_over_their_stored_step_rates() -> None:
+    """The file keeps the samples behind every figure: each can be recomputed from it."""
+    results = BenchResults.load(SAMPLE)
+    for i, row in enumerate(results.rows):
+        pairs = [(rep.clusters[i].step_rates, rep.standalone[row.program].step_rates)
+                 for rep in results.repetition_results]
+        assert ratio_estimate(pairs) == row.speedup
+    lesson = next(row for row in results.rows if row.program == "lesson")
+    assert lesson.speedup == results.ablation[-1].speedup == results.target.lesson_speedup
+
+
+@pytest.mark.parametrize("kind", [BenchResults, SweepResults, NetworkResults])
+def test_a_file_of_another_format_version_is_refused_with_what_to_do(tmp_path: Path, kind: type[BenchResults]) -> None:
+    path = tmp_path / kind.FILE
+    path.write_text(json.dumps({**json.loads(SAMPLE.read_text()), "format_version": kind.FORMAT_VERSION + 1}))
+    newer = kind.FORMAT_VERSION + 1
+    with pytest.raises(ResultsFormatError, match=f"(?s)format version {newer}.*run the benchmark again"):
+        kind.load(path)
+
+
+def test_a_file_without_a_format_version_is_refused_too(tmp_path: Path) -> None:
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps({key: value for key, value in json.loads(SAMPLE.read_text()).items()
+                                if key != "format_version"}))
+    with pytest.raises(ResultsFormatError, match="format version None"):
+        BenchResults.load(path)
