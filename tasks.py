@@ -14,14 +14,20 @@ from invoke import Collection, Exit, task
 
 from reprokit import views
 from reprokit.errors import KitError
-from reprokit.experiment import Request
+from reprokit.options import BenchRequest, Request, SweepRequest
 from reprokit.settings import Settings, from_mapping
 
 ROOT = Path(__file__).resolve().parent
+# `reproduce --require-claim`: the run passed, but the article's claim did not reproduce.
+CLAIM_NOT_REPRODUCED = 3
 
 
 def _out(line: str = "") -> None:
     print(line, flush=True)
+
+
+# The views that start TensorFlow roles: only these may say that Ctrl-C stopped them.
+_RUN_ROLES = {views.reproduce, views.client, views.serve, views.bench, views.sweep}
 
 
 def _run(view, c, *args, **kwargs):
@@ -32,7 +38,7 @@ def _run(view, c, *args, **kwargs):
     except KitError as exc:
         raise Exit(f"error: {exc}", code=1) from None
     except KeyboardInterrupt:
-        raise Exit("interrupted: every role was stopped", code=130) from None
+        raise Exit("interrupted" + (": every role was stopped" if view in _RUN_ROLES else ""), code=130) from None
 
 
 def _passed(ok: bool, what: str) -> None:
@@ -66,8 +72,7 @@ def explain_patches(c, normal=False, placement=False):
             "data_dir": "where data/cifar-10-batches-bin goes"})
 def data(c, source=None, records=None, data_dir=None):
     """Get CIFAR-10 into the data folder: download, local copy, or generated data."""
-    _run(lambda out, s: views.data(out, s, source or s.data_source, records or s.synthetic_records,
-                                   Path(data_dir) if data_dir else s.data_dir), c)
+    _run(views.data, c, source, records, data_dir)
 
 
 @task(help={"steps": "training steps (default: the article's 1000)", "cpus": "CPU list to pin to, e.g. 0",
@@ -76,7 +81,7 @@ def standalone(c, steps=None, cpus=None, source=None):
     """Train the patched standalone program for real, pinned, logging to runs/<id>/standalone.log."""
     request = Request(steps=steps, workers=1, layout="article", cpus=f"standalone={cpus}" if cpus else "",
                       source=source, backend="local", isolation="none", modes=("standalone",))
-    _passed(_run(views.reproduce, c, request), "standalone")
+    _passed(_run(views.reproduce, c, request).passed, "standalone")
 
 
 _CLUSTER_HELP = {"cluster": 'JSON file {"ps": ["host:port"], "worker": ["host:port", ...]}',
@@ -100,7 +105,7 @@ def worker(c, index=None, cluster=None, ps=None, workers=None):
 def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
     """Run the patched cluster trainer against a running cluster (session on grpc://<ps>) and judge it."""
     request = Request(steps=steps, source=source, backend="local", isolation="none", modes=("cluster",))
-    _passed(_run(views.client, c, request, cluster, ps, workers), "client")
+    _passed(_run(views.client, c, request, cluster, ps, workers).passed, "client")
 
 
 @task(help={"quick": "a short run (steps 0..50, the part of the log the article shows)",
@@ -116,14 +121,21 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
                          "get one), none (the host network: every interface, unauthenticated)",
             "run_id": "name of the run folder (must not exist yet)",
             "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)",
-            "program": "article (default: the article's two trainers) or lesson (the lesson patch's)"})
+            "program": "article (default: the article's two trainers) or lesson (the lesson patch's)",
+            "require_claim": f"exit {CLAIM_NOT_REPRODUCED} unless the article's speed-up is REPRODUCED "
+                             "(by default a claim that does not reproduce is a finding, and the exit is 0)"})
 def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, source=None,
-              backend=None, isolation=None, run_id=None, tuning=None, link=None, cluster=None, program=None):
-    """The whole experiment: patches, data, standalone, cluster, check, report; ends in PASS/FAIL."""
+              backend=None, isolation=None, run_id=None, tuning=None, link=None, cluster=None, program=None,
+              require_claim=False):
+    """The whole experiment: patches, data, standalone, cluster, eval, check, report; a three-part verdict."""
     request = Request(steps=steps, quick=quick, workers=workers, layout=layout, cpus=cpus or "", source=source,
                       backend=backend, isolation=isolation, run_id=run_id, tuning=tuning, link=link or "none",
                       cluster_file=cluster, program=program)
-    _passed(_run(views.reproduce, c, request), "reproduce")
+    result = _run(views.reproduce, c, request)
+    _passed(result.passed, "reproduce")
+    if require_claim and (result.claim is None or result.claim.status != "REPRODUCED"):
+        status = result.claim.status if result.claim else "not judged"
+        raise Exit(f"reproduce: the claim is {status} and --require-claim was given", code=CLAIM_NOT_REPRODUCED)
 
 
 @task(help={"workers": "cluster workers (default 2)", "cluster": "a cluster file with placement, as for reproduce",
@@ -143,33 +155,37 @@ def compare_logs(c, run="latest"):
     _passed(_run(views.compare_logs, c, run), "compare-logs")
 
 
+@task(name="eval", help={"run": "run id, folder, or 'latest' (the default)"})
+def evaluate(c, run="latest"):
+    """precision @ 1 of each mode's last checkpoint on the test set (the tutorial's cifar10_eval), with its interval."""
+    found = _run(views.evaluate, c, run)
+    _passed(all(not e.error for e in found.values()), "eval")
+
+
 @task(help={"run": "run id, folder, or 'latest' (the default)"})
 def report(c, run="latest"):
     """Re-render a run's report.md and plot from its results.json."""
     _run(views.report, c, run)
 
 
-@task(help={"repetitions": "repetitions of every row, alternating order (default 3)",
-            "steps": "steps per run (default 81)", "source": "data source, as for `invoke data`",
+@task(help={"repetitions": "repetitions of every row, alternating order (default: bench_repetitions, 3)",
+            "steps": "steps per run (default: bench_steps, 81)", "source": "data source, as for `invoke data`",
             "isolation": "auto | netns | none, as for reproduce",
             "loss_steps": "also run both programs' clusters this long and put their last losses side by side "
                           "(e.g. 1000; default 0: off)"})
 def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_steps=None):
     """Benchmark: the article's program (default and tuned) and the lesson's, side by side; ablation; plot."""
-    _run(lambda out, s: views.bench(out, s, repetitions=repetitions or 3, steps=steps or 81,
-                                    source=source or s.data_source, isolation=isolation or s.isolation,
-                                    loss_steps=loss_steps or 0), c)
+    _run(views.bench, c, BenchRequest(repetitions, steps, source, isolation, loss_steps))
 
 
 @task(help={"workers": "comma-separated worker counts (default 1,2,4; with --link one count, default 2)",
-            "steps": "steps per run (default 61)", "tuning": "kit settings profile", "source": "data source",
-            "isolation": "auto | netns | none", "program": "article, lesson, or all (default all)",
+            "steps": "steps per run (default: sweep_steps, 61)", "tuning": "kit settings profile",
+            "source": "data source", "isolation": "auto | netns | none",
+            "program": "article, lesson, or all (default all)",
             "link": "the network sweep: link bandwidths, e.g. none,10gbit,1gbit,100mbit (hosts backend)"})
 def sweep(c, workers=None, steps=None, tuning=None, source=None, isolation=None, program=None, link=None):
     """Scaling sweep: the cluster with N workers for each N, or at each link bandwidth (--link)."""
-    _run(lambda out, s: views.sweep(out, s, workers=workers, steps=steps or 61, tuning=tuning or "default",
-                                    source=source or s.data_source, isolation=isolation or s.isolation,
-                                    link=link, programs=program or "all"), c)
+    _run(views.sweep, c, SweepRequest(workers, steps, tuning, source, isolation, program, link))
 
 
 @task(aliases=["base-image"], help={"force": "debootstrap again even if the tag exists"})
@@ -195,6 +211,6 @@ def build_image(c, base=None, force=False):
 
 
 ns = Collection(verify, apply_patches, explain_patches, data, standalone, ps, worker, client, reproduce,
-                stack_file, compare_logs, report, bench, sweep,
+                stack_file, compare_logs, evaluate, report, bench, sweep,
                 build_base_image, download_wheels, build_image)
 ns.configure({"run": {"echo": True, "pty": sys.stdout.isatty()}})

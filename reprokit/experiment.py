@@ -7,34 +7,46 @@ run, and an error in them never hides the error that came before. `invoke reprod
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from reprokit.commands import Echo
 from reprokit.data.download import DownloadProgress
 from reprokit.data.prepare import DataResult, prepare_data
 from reprokit.errors import ClusterError, KitError
-from reprokit.judge.verdict import Judgement, judge_run
-from reprokit.names import MAIN_ROLE, MODES, STANDALONE
-from reprokit.options import Options, check_backend, run_options
-from reprokit.report import markdown as report
-from reprokit.report.results import RunResults, build_results
-from reprokit.run import request_ids
-from reprokit.run.backends import Backend, Exposure, make_backend
-from reprokit.run.cluster import (
-    Cluster,
-    CpuLayout,
-    load_cluster,
-    load_placement,
-    make_layout,
+from reprokit.judge.claims import (
+    ClaimVerdict,
+    Precision,
+    judge_learning,
+    judge_speedup,
+    load_claims,
+    three_part_lines,
 )
+from reprokit.judge.evaluation import evaluate
+from reprokit.judge.judgement import judge_run
+from reprokit.judge.verdict import Judgement
+from reprokit.names import MAIN_ROLE, PLOT, REPORT, RESULTS, STANDALONE, eval_dir, eval_log, train_dir
+from reprokit.options import Options, Request
+from reprokit.prepared import Prepared, prepare
+from reprokit.report import markdown as report
+from reprokit.report.results import (
+    ArticleFigures,
+    Evaluation,
+    RunResults,
+    checksums,
+    data_facts,
+    machine_facts,
+    mode_results,
+    rule_results,
+)
+from reprokit.run.backends import Backend, Exposure, left_running
+from reprokit.run.cluster import Cluster, CpuLayout
 from reprokit.run.manual import ExternalCluster
-from reprokit.run.process import still_running
+from reprokit.run.registry import make_backend, stack_writer
 from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.roles import (
-    PROGRAMS,
     Instruments,
     RoleSpec,
     Trainer,
@@ -43,60 +55,26 @@ from reprokit.run.roles import (
     standalone_role,
 )
 from reprokit.run.runner import Outcome, Progress
-from reprokit.runs import RunInfo, new_run_dir
+from reprokit.runs import RunInfo
 from reprokit.settings import Settings
 from reprokit.sources import workspace
+from reprokit.sources.programs import PROGRAMS
 from reprokit.stages import StageRecord, Stages
-
-
-@dataclass(frozen=True)
-class Request:
-    """A run as a task was asked for it, before any checking: the command line's text, None
-    where the person gave nothing (invoke.yaml's setting then applies)."""
-
-    steps: Any = None
-    quick: bool = False
-    workers: Any = None
-    layout: str | None = None
-    cpus: str = ""
-    source: str | None = None
-    backend: str | None = None
-    isolation: str | None = None
-    run_id: str | None = None
-    tuning: str | None = None
-    program: str | None = None
-    link: str = "none"
-    cluster_file: str | None = None  # the swarm backend: worker count and placement from a cluster file
-    modes: tuple[str, ...] = MODES
-
-    def options(self, s: Settings, workers: Any = None) -> Options:
-        steps = self.steps if self.steps is not None else (s.quick_steps if self.quick else s.steps)
-        if workers is None and self.cluster_file:
-            workers = len(load_cluster(Path(self.cluster_file)).workers)
-        return run_options(s, steps=steps, workers=workers or self.workers or s.workers,
-                           layout=self.layout or s.layout, cpus=self.cpus or "", source=self.source or s.data_source,
-                           run_id=self.run_id, tuning=self.tuning or "default", program=self.program or "article",
-                           modes=self.modes)
-
-    def backend_name(self, s: Settings) -> str:
-        return self.backend or s.backend
-
-    def isolation_mode(self, s: Settings) -> str:
-        return self.isolation or s.isolation
-
-    def placement(self) -> dict[str, str]:
-        """The cluster file's placement of roles on Swarm nodes; none without a cluster file."""
-        return load_placement(Path(self.cluster_file)) if self.cluster_file else {}
 
 
 @dataclass
 class Reproduction:
     run_dir: Path
+    info: RunInfo
     stages: list[StageRecord]
     judgement: Judgement | None = None
     results: RunResults | None = None
     error: str = ""
     exposure: Exposure | None = None
+    evaluations: dict[str, Evaluation] = field(default_factory=dict)
+    claim: ClaimVerdict | None = None
+    learning: ClaimVerdict | None = None
+    verdict_lines: list[str] = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -124,9 +102,7 @@ def mode_roles(mode: str, options: Options, layout: CpuLayout, backend: Backend,
 def run(settings: Settings, request: Request, echo: Echo, progress: Progress | None = None,
         download: DownloadProgress | None = None) -> Reproduction:
     """Check the request, choose its backend, and reproduce."""
-    options = request.options(settings)
-    name, isolation = request.backend_name(settings), request.isolation_mode(settings)
-    check_backend(name, isolation, options.tuning, request.link, request.cluster_file)
+    options, name, isolation = request.checked_backend(settings)
     backend = make_backend(settings, name, isolation, request.link, request.placement(), echo)
     return reproduce(settings, options, backend, echo, progress, download)
 
@@ -142,24 +118,17 @@ def run_client(settings: Settings, request: Request, cluster: Cluster, echo: Ech
 def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo,
               progress: Progress | None = None, download: DownloadProgress | None = None) -> Reproduction:
     """Run every stage; the run folder holds the logs, results.json, report.md and the plot."""
-    # The layout first: a bad --cpus must fail before a run folder exists.
-    layout = make_layout(options.layout, options.workers, explicit=options.cpus)
-    run_dir = new_run_dir(settings.runs_dir, options.run_id).resolve()
+    # Before any stage: a bad --cpus, a drifted upstream or a corrupt patch fails with no folder made.
+    prepared = prepare(settings, options)
+    run_dir = prepared.run_dir
     stages = Stages(run_dir, echo)
-    result = Reproduction(run_dir, stages.records)
+    result = Reproduction(run_dir, prepared.info, stages.records)
     outcomes: dict[str, Outcome] = {}
     data: DataResult | None = None
-    fix = RequestIdFix(None, "not built: the run stopped before its prepare stage")
     try:
-        RunInfo(options.steps, options.workers, list(options.modes), options.program, options.tuning.name,
-                layout.name, layout.cpus, options.data_source, datetime.now().isoformat(timespec="seconds")
-                ).save(run_dir)
         with stages.stage("prepare") as say:
-            applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, settings.sources_dir)
-            say(f"patched sources in {applied.out_dir}: "
-                + ("already applied" if applied.already_applied else "applied"))
-            fix = request_ids.build(settings.build_dir, settings.request_id_fix)
-            say(f"request-id fix: {fix.summary}")
+            for line in prepared.lines:
+                say(line)
         with stages.stage("data") as say:
             data = prepare_data(options.data_source, settings.data_dir, records_per_file=options.synthetic_records,
                                 progress=download)
@@ -168,8 +137,8 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
                 say("NOTICE: " + data.notice)
         for mode in options.modes:
             with stages.stage(mode) as say:
-                roles = mode_roles(mode, options, layout, backend, settings.sources_dir.resolve(), data.data_dir,
-                                   run_dir / f"train_{mode}", fix=fix)
+                roles = mode_roles(mode, options, prepared.layout, backend, prepared.sources, data.data_dir,
+                                   train_dir(run_dir, mode), fix=prepared.fix)
                 for role in roles:
                     say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
                 if any(r.is_server for r in roles):
@@ -180,36 +149,102 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
                 if not outcome.ok:
                     raise ClusterError(f"the {mode} run failed: {outcome.message}", f"logs are kept in {run_dir}")
                 say(f"{mode}: finished, logs in {run_dir}")
+        with stages.stage("eval") as say:
+            for mode in options.modes:
+                result.evaluations[mode] = _evaluate(mode, run_dir, prepared.sources, data, options.workers, say)
         with stages.stage("check") as say:
-            result.judgement = judge_run(run_dir, settings.rules)
+            result.judgement = judge_run(run_dir, settings.rules, prepared.info)
             for line in result.judgement.summary.lines:
+                say(line)
+            _judge_claims(settings, result)
+            for line in result.verdict_lines:
                 say(line)
     except (KitError, OSError) as exc:
         result.error = str(exc) if isinstance(exc, KitError) else f"could not write in {run_dir}: {exc}"
     finally:
         _teardown(stages, backend, outcomes, result)
-        _report(stages, settings, options, backend, data, outcomes, result, fix)
+        _report(stages, settings, options, backend, data, outcomes, result, prepared)
     return result
 
 
 def _teardown(stages: Stages, backend: Backend, outcomes: dict[str, Outcome], result: Reproduction) -> None:
     with stages.stage("teardown") as say:
-        left = backend.teardown() + [str(pid) for pid in still_running(outcomes)]
+        left = left_running(backend, outcomes)
         say("nothing left running" if not left else "left running: " + ", ".join(left))
         if left and not result.error:
             result.error = "teardown left things running: " + ", ".join(left)
 
 
+BATCH = 128  # the tutorial's batch_size: examples per tower per step
+
+
+def _evaluate(mode: str, run_dir: Path, sources: Path, data: DataResult, workers: int, say: Echo) -> Evaluation:
+    """precision @ 1 of the mode's last checkpoint on test_batch.bin, the tutorial's way (run on
+    this machine, whatever the backend: the checkpoints are in the run folder)."""
+    test = next((f.records for f in data.files if f.name == "test_batch.bin"), 0)
+    found = evaluate(sys.executable, sources, train_dir(run_dir, mode), eval_dir(run_dir, mode),
+                     data.data_dir, test, eval_log(run_dir, mode), say, mode=mode)
+    towers = workers if mode == "cluster" else 1
+    seen = (found.step or 0) * BATCH * towers
+    say(f"{mode}: " + (found.error or f"precision @ 1 = {found.precision:.3f} (95% CI {found.low:.3f}-{found.high:.3f},"
+                       f" {found.correct} of {found.counted}) at step {found.step}, after {seen:,} examples"))
+    return Evaluation(found.step, found.precision, found.correct or 0, found.counted, found.low, found.high, seen,
+                      str(found.log), found.error)
+
+
+def evaluate_run(settings: Settings, run_dir: Path, echo: Echo) -> dict[str, Evaluation]:
+    """`invoke eval`: each mode of a finished run evaluated again from its last checkpoint."""
+    info = RunInfo.load(run_dir)
+    data = prepare_data(info.data_source, settings.data_dir, records_per_file=settings.synthetic_records)
+    sources = workspace.apply_all(settings.upstream_dir, settings.patches_dir, settings.sources_dir).out_dir.resolve()
+    found = {}
+    for mode in info.modes:
+        found[mode] = _evaluate(mode, run_dir, sources, data, info.workers, echo)
+    return found
+
+
+def _precision(e: Evaluation) -> Precision | None:
+    if e.error or e.precision is None or e.step is None or not e.counted:
+        return None
+    return Precision(e.precision, e.correct, e.counted, e.step, e.examples_seen)
+
+
+def _judge_claims(settings: Settings, result: Reproduction) -> None:
+    """The claim and the learning, judged apart from the logs: the three-part verdict."""
+    judgement = result.judgement
+    if judgement is None:
+        return
+    claims = load_claims(settings.claims)
+    speed = judgement.speed.speedup if judgement.speed else None
+    result.claim = judge_speedup(claims.speedup, speed)
+    precisions = {mode: _precision(e) for mode, e in result.evaluations.items()}
+    result.learning = judge_learning(claims.learning, precisions.get("standalone"), precisions.get("cluster"))
+    summary = judgement.summary
+    result.verdict_lines = three_part_lines(summary.passed, summary.checked, len(summary.failed),
+                                            result.claim, result.learning)
+
+
 def _report(stages: Stages, settings: Settings, options: Options, backend: Backend,
-            data: DataResult | None, outcomes: dict[str, Outcome], result: Reproduction, fix: RequestIdFix) -> None:
-    """The report stage: its own failure is added to the run's error, never put in its place."""
+            data: DataResult | None, outcomes: dict[str, Outcome], result: Reproduction, prepared: Prepared) -> None:
+    """The report stage: its own failure is added to the run's error, never put in its place.
+    The files are written once the stage has closed, so that its own record says how it ended."""
     try:
         with stages.stage("report") as say:
-            result.results = build_results(settings, options, backend.facts(), data, outcomes, result.judgement,
-                                           stages.records, result.error, result.exposure,
-                                           {"request_id_fix": fix.summary})
-            written = report.write_all(result.run_dir, result.results)
-            say("wrote " + ", ".join(str(p.name) for p in written))
+            facts = {key: str(value) for key, value in backend.facts().items() if value not in (None, "")}
+            judgement = result.judgement
+            result.results = RunResults(
+                verdict="PASS" if result.passed else "FAIL",
+                error=result.error or (judgement.speed_error if judgement else ""),
+                finished=datetime.now().isoformat(timespec="seconds"),
+                tuning=options.tuning, backend=facts, exposure=result.exposure, data=data_facts(data),
+                machine=machine_facts(), checksums=checksums(settings),
+                speed=judgement.speed if judgement else None, article=ArticleFigures(),
+                modes=mode_results(options.modes, judgement, outcomes, result.evaluations),
+                rules=rule_results(judgement), stages=[], claim=result.claim, learning=result.learning,
+                verdict_lines=result.verdict_lines, kit_fixes={"request_id_fix": prepared.fix.summary})
+            say(f"writing {RESULTS}, {REPORT} and {PLOT}")
+        result.results.stages = list(stages.records)
+        report.write_all(result.run_dir, prepared.info, result.results)
     except (KitError, OSError) as exc:
         failure = f"the report could not be written: {exc}"
         result.error = f"{result.error}\n{failure}" if result.error else failure
@@ -218,18 +253,11 @@ def _report(stages: Stages, settings: Settings, options: Options, backend: Backe
 def write_stack(settings: Settings, request: Request, image: str | None, echo: Echo) -> Path:
     """`invoke stack-file`: the cluster mode's Swarm stack file in a new run folder, deployed by
     nobody: for a person to read, keep, or deploy on a swarm of their own."""
-    from reprokit.run.swarm.backend import SwarmBackend
-
-    options = request.options(settings)
-    backend = SwarmBackend(settings, image, placement=request.placement(), deploys=False)
-    layout = make_layout(options.layout, options.workers, explicit=options.cpus)
-    run_dir = new_run_dir(settings.runs_dir, options.run_id).resolve()
-    RunInfo(options.steps, options.workers, ["cluster"], options.program, options.tuning.name, layout.name,
-            layout.cpus, options.data_source, datetime.now().isoformat(timespec="seconds")).save(run_dir)
-    workspace.apply_all(settings.upstream_dir, settings.patches_dir, settings.sources_dir)
-    fix = request_ids.build(settings.build_dir, settings.request_id_fix)
-    roles = mode_roles("cluster", options, layout, backend, settings.sources_dir.resolve(), settings.data_dir.absolute(),
-                       run_dir / "train_cluster", fix=fix)
-    _, path = backend.write_stack_file(run_dir, roles, "cluster")
+    options = replace(request.options(settings), modes=("cluster",))
+    backend = stack_writer(settings, request.placement(), image)
+    prepared = prepare(settings, options)
+    roles = mode_roles("cluster", options, prepared.layout, backend, prepared.sources,
+                       settings.data_dir.absolute(), train_dir(prepared.run_dir, "cluster"), fix=prepared.fix)
+    _, path = backend.write_stack_file(prepared.run_dir, roles, "cluster")
     echo(f"the data must be in {settings.data_dir.absolute()} on every node (`invoke data` makes it here)")
     return path

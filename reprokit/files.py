@@ -8,7 +8,6 @@ leaves the previous version (or nothing), never half of one. Checksums live here
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import shutil
@@ -100,15 +99,3 @@ def make_folder(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     path.chmod(FOLDER_MODE)
     return path
-
-
-def write_figure(figure: Any, path: Path) -> Path:
-    """A finished matplotlib figure as a PNG, laid out, written whole like every other generated
-    file, and closed (pyplot keeps every open figure)."""
-    import matplotlib.pyplot as plt
-
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    plt.close(figure)
-    return write_bytes(path, buffer.getvalue())

@@ -61,3 +61,19 @@ def log_path(run_dir: str | Path, role: str) -> Path:
 
 def trainer_log(run_dir: str | Path, mode: str) -> Path:
     return log_path(run_dir, MAIN_ROLE[mode])
+
+
+# The evaluation of a mode's last checkpoint: its log, its event folder, and the rules for the log.
+EVAL_RULES = "eval_rules.yaml"
+
+
+def eval_log(run_dir: str | Path, mode: str) -> Path:
+    return Path(run_dir) / f"eval_{mode}.log"
+
+
+def eval_dir(run_dir: str | Path, mode: str) -> Path:
+    return Path(run_dir) / f"eval_{mode}"
+
+
+def train_dir(run_dir: str | Path, mode: str) -> Path:
+    return Path(run_dir) / f"train_{mode}"

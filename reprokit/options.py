@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
 
 from reprokit.errors import KitError
 from reprokit.names import MODES
 from reprokit.run.backends import BACKENDS
-from reprokit.run.cluster import LAYOUTS, parse_cpu_overrides
-from reprokit.run.links import parse_link
+from reprokit.run.cluster import LAYOUTS, load_cluster, load_placement, parse_cpu_overrides
+from reprokit.run.links import Link, parse_link, parse_links
 from reprokit.run.local import ISOLATION_MODES
-from reprokit.run.roles import PROGRAMS
 from reprokit.run.tuning import PROFILES, Tuning, profile
+from reprokit.settings import Settings
+from reprokit.sources.programs import PROGRAMS
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,11 @@ class Options:
     program: str = "article"
 
 
-def whole_number(value: Any, option: str, minimum: int = 1) -> int:
+# What a person typed: text from the command line, a number from invoke.yaml, or None (not given).
+Given = str | int | None
+
+
+def whole_number(value: Given, option: str, minimum: int = 1) -> int:
     """``value`` (text from the command line, or a number from invoke.yaml) as an int >= minimum."""
     try:
         number = int(str(value).strip())
@@ -74,16 +79,127 @@ def program_list(text: str) -> list[str]:
         [one_of(text, "program", PROGRAMS)]
 
 
-def run_options(settings: Any, *, steps: Any, workers: Any, layout: str, cpus: str, source: str,
-                run_id: str | None = None, tuning: str = "default", program: str = "article",
-                modes: tuple[str, ...] = MODES) -> Options:
-    """The options of a reproduction, every one checked."""
+def run_options(settings: Settings, *, steps: Given, workers: Given, layout: str, cpus: str, source: str,
+                run_id: str | None, tuning: str, program: str, modes: tuple[str, ...] = MODES) -> Options:
+    """The options of a run, every one checked: the one check of reproduce's, bench's and sweep's."""
     for mode in modes:
         one_of(mode, "mode", MODES)
     return Options(whole_number(steps, "steps"), whole_number(workers, "workers"),
                    one_of(layout, "layout", LAYOUTS), source, settings.synthetic_records,
                    parse_cpu_overrides(cpus or ""), run_id or None, modes, profile(tuning),
                    one_of(program, "program", PROGRAMS))
+
+
+@dataclass(frozen=True)
+class Request:
+    """A run as a task was asked for it, before any checking: the command line's text, None
+    where the person gave nothing (invoke.yaml's setting then applies)."""
+
+    steps: Given = None
+    quick: bool = False
+    workers: Given = None
+    layout: str | None = None
+    cpus: str = ""
+    source: str | None = None
+    backend: str | None = None
+    isolation: str | None = None
+    run_id: str | None = None
+    tuning: str | None = None
+    program: str | None = None
+    link: str = "none"
+    cluster_file: str | None = None  # the swarm backend: worker count and placement from a cluster file
+    modes: tuple[str, ...] = MODES
+
+    def options(self, s: Settings, workers: int | None = None) -> Options:
+        steps = self.steps if self.steps is not None else (s.quick_steps if self.quick else s.steps)
+        if workers is None and self.cluster_file:
+            workers = len(load_cluster(Path(self.cluster_file)).workers)
+        return run_options(s, steps=steps, workers=workers or self.workers or s.workers,
+                           layout=self.layout or s.layout, cpus=self.cpus or "", source=self.source or s.data_source,
+                           run_id=self.run_id, tuning=self.tuning or s.tuning, program=self.program or s.program,
+                           modes=self.modes)
+
+    def backend_name(self, s: Settings) -> str:
+        return self.backend or s.backend
+
+    def isolation_mode(self, s: Settings) -> str:
+        return self.isolation or s.isolation
+
+    def placement(self) -> dict[str, str]:
+        """The cluster file's placement of roles on Swarm nodes; none without a cluster file."""
+        return load_placement(Path(self.cluster_file)) if self.cluster_file else {}
+
+    def checked_backend(self, s: Settings) -> tuple[Options, str, str]:
+        """The options, the backend's name and the isolation, checked together."""
+        options = self.options(s)
+        name, isolation = self.backend_name(s), self.isolation_mode(s)
+        check_backend(name, isolation, options.tuning, self.link, self.cluster_file)
+        return options, name, isolation
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    """`invoke bench`, checked: the runs' options (the spread layout, 2 workers) and the bench's own."""
+
+    options: Options
+    repetitions: int
+    loss_steps: int
+    isolation: str
+
+
+@dataclass(frozen=True)
+class BenchRequest:
+    repetitions: Given = None
+    steps: Given = None
+    source: str | None = None
+    isolation: str | None = None
+    loss_steps: Given = None
+
+    def check(self, s: Settings) -> BenchOptions:
+        steps = self.steps if self.steps is not None else s.bench_steps
+        # The traced step is step 25: a bench run must log past it.
+        whole_number(steps, "steps", minimum=31)
+        options = run_options(s, steps=steps, workers=2, layout="spread", cpus="", source=self.source or s.data_source,
+                              run_id=None, tuning="default", program="article")
+        isolation = one_of(self.isolation or s.isolation, "isolation", ISOLATION_MODES)
+        return BenchOptions(options, whole_number(self.repetitions if self.repetitions is not None
+                                                  else s.bench_repetitions, "repetitions"),
+                            whole_number(self.loss_steps if self.loss_steps is not None else s.bench_loss_steps,
+                                         "loss-steps", minimum=0), isolation)
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """`invoke sweep`, checked: the worker counts (or, with links, the one count on simulated hosts)."""
+
+    options: Options
+    worker_counts: list[int]
+    programs: list[str]
+    links: list[Link]  # empty: the worker sweep; else the network sweep
+    isolation: str
+
+
+@dataclass(frozen=True)
+class SweepRequest:
+    workers: str | None = None
+    steps: Given = None
+    tuning: str | None = None
+    source: str | None = None
+    isolation: str | None = None
+    programs: str | None = None
+    link: str | None = None
+
+    def check(self, s: Settings) -> SweepOptions:
+        steps = self.steps if self.steps is not None else s.sweep_steps
+        whole_number(steps, "steps", minimum=21)
+        links = parse_links(self.link) if self.link else []
+        counts = worker_counts(self.workers or (str(s.network_workers) if links else s.sweep_workers),
+                               single=bool(links))
+        options = run_options(s, steps=steps, workers=max(counts), layout="spread", cpus="",
+                              source=self.source or s.data_source, run_id=None, tuning=self.tuning or s.tuning,
+                              program="article")
+        isolation = one_of(self.isolation or s.isolation, "isolation", ISOLATION_MODES)
+        return SweepOptions(options, counts, program_list(self.programs or s.sweep_programs), links, isolation)
 
 
 def check_backend(backend: str, isolation: str, tuning: Tuning, link: str = "none",

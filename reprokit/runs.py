@@ -11,6 +11,9 @@ from reprokit.errors import KitError, RunFolderExistsError
 from reprokit.files import FOLDER_MODE, write_json
 from reprokit.names import RUN_FILE
 
+# What a folder under runs/ holds: a run (judged and reported), or a benchmark's runs.
+RUN_KINDS = ("run", "bench", "sweep", "network")
+
 
 def new_run_dir(runs_root: Path, run_id: str | None = None, now: datetime | None = None) -> Path:
     """Create runs/<run-id>; a generated id gets a suffix rather than touching an old run."""
@@ -41,9 +44,8 @@ def new_run_dir(runs_root: Path, run_id: str | None = None, now: datetime | None
 def find_run(runs_root: Path, name: str) -> Path:
     """A finished run by id, path, or 'latest'."""
     if name == "latest":
-        # Runs only: a benchmark's folder (no run.json) is not a run to judge or report.
-        runs = sorted((p for p in runs_root.glob("*") if (p / "run.json").is_file()),
-                      key=lambda p: p.stat().st_mtime)
+        # Runs only: a benchmark's folder is not a run to judge or report.
+        runs = sorted((p for p in runs_root.glob("*") if _is_run(p)), key=lambda p: p.stat().st_mtime)
         if not runs:
             raise KitError(f"no runs under {runs_root}", "run `invoke reproduce` first")
         return runs[-1]
@@ -51,6 +53,13 @@ def find_run(runs_root: Path, name: str) -> Path:
         if candidate.is_dir():
             return candidate
     raise KitError(f"no run folder {name!r} (looked in {runs_root})", "list them with `ls runs/`")
+
+
+def _is_run(folder: Path) -> bool:
+    try:
+        return json.loads((folder / RUN_FILE).read_text()).get("kind", "run") == "run"
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,7 @@ class RunInfo:
     cpus: dict[str, str]
     data_source: str
     started: str
+    kind: str = "run"  # one of RUN_KINDS
 
     def save(self, run_dir: Path) -> Path:
         return write_json(run_dir / RUN_FILE, asdict(self))

@@ -1,14 +1,22 @@
-"""The kit's settings: paths and defaults, read once from invoke.yaml by tasks.py."""
+"""The kit's settings: paths and defaults, read once from invoke.yaml by tasks.py.
+
+Every default lives in the kit's invoke.yaml and nowhere else: :func:`from_mapping` lays the
+values it is given over that file's, so a test or a user's own invoke.yaml names only what it
+changes, and no default is written twice (not here, not in tasks.py, not in a view).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+
+import yaml
 
 from reprokit.errors import KitError
 from reprokit.run.runner import Watchdog
+
+KIT_CONFIG = Path(__file__).resolve().parent.parent / "invoke.yaml"
 
 
 @dataclass(frozen=True)
@@ -20,19 +28,28 @@ class Settings:
     data_dir: Path
     runs_dir: Path
     rules: Path
-    steps: int = 1000
-    quick_steps: int = 51
-    workers: int = 2
-    layout: str = "spread"
-    data_source: str = "auto"
-    synthetic_records: int = 10000
-    backend: str = "local"
-    isolation: str = "auto"
-    probe_timeout_s: float = 60.0
-    first_step_timeout_s: float = 900.0
-    stall_factor: float = 20.0
-    stall_floor_s: float = 120.0
-    request_id_fix: bool = True
+    steps: int
+    quick_steps: int
+    workers: int
+    layout: str
+    data_source: str
+    synthetic_records: int
+    backend: str
+    isolation: str
+    program: str
+    tuning: str
+    bench_repetitions: int
+    bench_steps: int
+    bench_loss_steps: int
+    sweep_steps: int
+    sweep_workers: str
+    network_workers: int
+    sweep_programs: str
+    probe_timeout_s: float
+    first_step_timeout_s: float
+    stall_factor: float
+    stall_floor_s: float
+    request_id_fix: bool
 
     @property
     def watchdog(self) -> Watchdog:
@@ -47,9 +64,30 @@ class Settings:
     def article_logs(self) -> Path:
         return self.rules.parent / "article"
 
+    @property
+    def claims(self) -> Path:
+        return self.rules.parent / "claims.yaml"
 
-def from_mapping(values: Mapping[str, Any], root: Path) -> Settings:
-    """Settings from invoke's `reprokit:` config; relative paths are under root.
+    @property
+    def eval_rules(self) -> Path:
+        return self.rules.parent / "eval_rules.yaml"
+
+
+def kit_defaults() -> dict[str, object]:
+    """The `reprokit:` section of the kit's own invoke.yaml: the one home of every default."""
+    try:
+        section = (yaml.safe_load(KIT_CONFIG.read_text(encoding="utf-8")) or {}).get("reprokit")
+    except (OSError, yaml.YAMLError) as error:
+        raise KitError(f"cannot read the kit's defaults in {KIT_CONFIG}: {error}",
+                       "restore it (`git checkout invoke.yaml`)") from None
+    if not isinstance(section, dict):
+        raise KitError(f"{KIT_CONFIG} has no `reprokit:` section", "restore it (`git checkout invoke.yaml`)")
+    return section
+
+
+def from_mapping(values: Mapping[str, object], root: Path) -> Settings:
+    """Settings from invoke's `reprokit:` config laid over the kit's defaults; relative paths are
+    under root.
 
     An unknown key is refused, naming the known ones: a misspelt `stall_factr` must not leave
     the default silently in force. Values are checked against each setting's type."""
@@ -58,26 +96,26 @@ def from_mapping(values: Mapping[str, Any], root: Path) -> Settings:
     if unknown:
         raise KitError(f"invoke.yaml: unknown setting{'s' if len(unknown) > 1 else ''} under `reprokit:`: "
                        f"{', '.join(unknown)}", f"the settings are: {', '.join(known)}")
-    kwargs: dict[str, Any] = {"root": root}
-    for key, value in values.items():
-        kwargs[key] = _typed(key, known[key].type, value, root)
-    missing = [name for name, f in known.items() if f.default is MISSING and name not in kwargs]
+    merged = {**kit_defaults(), **values}
+    missing = [name for name in known if name not in merged]
     if missing:
         raise KitError(f"invoke.yaml: `reprokit:` lacks {', '.join(missing)}",
                        "restore the repository's invoke.yaml (`git checkout invoke.yaml`)")
-    return Settings(**kwargs)
+    typed = {key: _typed(key, str(known[key].type), merged[key], root) for key in known}
+    return Settings(root=root, **typed)  # type: ignore[arg-type]  # each value checked by _typed
 
 
-def _typed(key: str, kind: Any, value: Any, root: Path) -> Any:
-    kinds = {"Path": Path, "int": int, "float": float, "str": str, "bool": bool}
-    convert = kinds.get(kind if isinstance(kind, str) else getattr(kind, "__name__", ""), str)
+def _typed(key: str, kind: str, value: object, root: Path) -> object:
+    kinds: dict[str, type] = {"Path": Path, "int": int, "float": float, "str": str, "bool": bool}
+    convert = kinds.get(kind, str)
     if convert is bool:
         if not isinstance(value, bool):
             raise KitError(f"invoke.yaml: reprokit.{key} = {value!r} is not true or false", "fix that line of invoke.yaml")
         return value
     try:
         if convert is Path:
-            return Path(value) if Path(value).is_absolute() else root / value
+            path = Path(str(value))
+            return path if path.is_absolute() else root / path
         if convert in (int, float) and isinstance(value, bool):
             raise ValueError("a yes/no where a number belongs")
         return convert(value)

@@ -7,29 +7,33 @@ tasks.py supplies, so the same views serve the tests too.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from reprokit import experiment
 from reprokit import options as optionslib
 from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
-from reprokit.judge.verdict import judge_run
+from reprokit.judge.judgement import judge_run
 from reprokit.names import REPORT
 from reprokit.report import markdown as reportlib
+from reprokit.report.results import Evaluation
 from reprokit.run import manual
-from reprokit.run.backends import make_backend
+from reprokit.run.registry import make_backend
 from reprokit.run.cluster import cluster_from
 from reprokit.runs import RunInfo, find_run
 from reprokit.settings import Settings
 from reprokit.sources import teaching, workspace
 from reprokit.sources.verify import run_checks
 
+if TYPE_CHECKING:  # the bench's modules load numpy: only the bench and sweep views need them
+    from reprokit.bench.results import BenchResults, NetworkResults, SweepResults
+
 Out = Echo
 
 
-def table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
+def table(rows: Sequence[tuple[str, ...]], header: tuple[str, ...]) -> list[str]:
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths[:-1]) + "  {}"
     return [fmt.format(*header), fmt.format(*("-" * w for w in widths)), *(fmt.format(*r) for r in rows)]
@@ -86,9 +90,11 @@ def download_progress(out: Out) -> Callable[[int, int], None]:
     return progress
 
 
-def data(out: Out, s: Settings, source: str, records: Any, data_dir: Path) -> None:
-    result = prepare_data(source, data_dir, records_per_file=optionslib.whole_number(records, "records"),
-                          progress=download_progress(out))
+def data(out: Out, s: Settings, source: str | None, records: optionslib.Given, data_dir: str | None) -> None:
+    """`invoke data`: each option left out is invoke.yaml's."""
+    records_per_file = optionslib.whole_number(records if records is not None else s.synthetic_records, "records")
+    result = prepare_data(source or s.data_source, Path(data_dir) if data_dir else s.data_dir,
+                          records_per_file=records_per_file, progress=download_progress(out))
     if result.notice:
         out("NOTICE: " + result.notice)
     out(f"data: {result.source} -> {result.batches_dir}")
@@ -100,35 +106,43 @@ def step_progress(out: Out) -> Callable[[str, int, float], None]:
     return lambda role, step, rate: out(f"  {role:<10} step {step:5d}  {rate:8.1f} examples/sec")
 
 
-def finish(out: Out, result: experiment.Reproduction) -> bool:
-    """The end of a run: its error, where it is, the speed table, and one verdict line."""
+def finish(out: Out, result: experiment.Reproduction) -> experiment.Reproduction:
+    """The end of a run: its error, where it is, the speed table, and the three-part verdict
+    (logs, claim, learning); a run that did not complete ends in one FAIL line instead."""
     if result.error:
         out("error: " + result.error)
     out(f"run folder: {result.run_dir}")
     if result.results is not None and result.results.speed:
-        for line in reportlib.speed_table(RunInfo.load(result.run_dir), result.results):
+        for line in reportlib.speed_table(result.info, result.results):
             out(line)
         for line in reportlib.dead_threads_lines(result.results):
             out(line)
     out(f"report: {result.run_dir / REPORT}")
-    verdict = "PASS" if result.passed else "FAIL"
     exposure = result.exposure
-    out(verdict + (f" (the servers were reachable on {exposure.where})" if exposure and exposure.beyond_run else ""))
-    return result.passed
+    if exposure and exposure.beyond_run:
+        out(f"the servers were reachable on {exposure.where}")
+    if result.passed:
+        for line in result.verdict_lines:
+            out(line)
+    else:
+        for line in result.verdict_lines[:1]:  # the logs' line: how many rules failed
+            out(line)
+        out("FAIL")
+    return result
 
 
-def reproduce(out: Out, s: Settings, request: experiment.Request) -> bool:
+def reproduce(out: Out, s: Settings, request: optionslib.Request) -> experiment.Reproduction:
     return finish(out, experiment.run(s, request, out, step_progress(out), download_progress(out)))
 
 
-def stack_file(out: Out, s: Settings, request: experiment.Request, image: str | None) -> None:
+def stack_file(out: Out, s: Settings, request: optionslib.Request, image: str | None) -> None:
     path = experiment.write_stack(s, request, image, out)
     out(f"wrote {path}")
     out(f"deploy it: docker stack deploy --resolve-image never -c {path} <name>  (see its first lines)")
 
 
-def client(out: Out, s: Settings, request: experiment.Request, cluster_file: str | None, ps: str | None,
-           workers: str | None) -> bool:
+def client(out: Out, s: Settings, request: optionslib.Request, cluster_file: str | None, ps: str | None,
+           workers: str | None) -> experiment.Reproduction:
     """The cluster trainer against servers started elsewhere, judged like a reproduction."""
     cluster = cluster_from(cluster_file, ps, workers)
     manual.require_reachable(cluster)
@@ -136,7 +150,7 @@ def client(out: Out, s: Settings, request: experiment.Request, cluster_file: str
     return finish(out, experiment.run_client(s, request, cluster, out, step_progress(out), download_progress(out)))
 
 
-def serve(out: Out, s: Settings, job: str, task: Any, cluster_file: str | None, ps: str | None,
+def serve(out: Out, s: Settings, job: str, task: optionslib.Given, cluster_file: str | None, ps: str | None,
           workers: str | None) -> int:
     import sys
 
@@ -153,30 +167,39 @@ def compare_logs(out: Out, s: Settings, run: str) -> bool:
     return judgement.summary.passed
 
 
+def evaluate(out: Out, s: Settings, run: str) -> dict[str, Evaluation]:
+    """precision @ 1 of each mode's last checkpoint, with its interval, as a table."""
+    found = experiment.evaluate_run(s, find_run(s.runs_dir, run), out)
+    rows = [(mode, str(e.step), f"{e.examples_seen:,}",
+             e.error or f"{e.precision:.3f} (95% CI {e.low:.3f}-{e.high:.3f})", f"{e.correct} of {e.counted}")
+            for mode, e in found.items()]
+    for line in table(rows, ("mode", "step", "examples seen", "precision @ 1", "correct")):
+        out(line)
+    return found
+
+
 def report(out: Out, s: Settings, run: str) -> None:
     for path in reportlib.rerender(find_run(s.runs_dir, run)):
         out(f"wrote {path}")
 
 
-def bench(out: Out, s: Settings, *, repetitions: Any, steps: Any, source: str, isolation: str,
-          loss_steps: Any = 0) -> dict:
+def bench(out: Out, s: Settings, request: optionslib.BenchRequest) -> BenchResults:
     from reprokit.bench.comparison import ROWS, run_bench
     from reprokit.bench.tables import bench_lines, plot_bench
 
-    reps = optionslib.whole_number(repetitions, "repetitions")
-    count = optionslib.whole_number(steps, "steps", minimum=31)  # the traced step is step 25
-    loss = optionslib.whole_number(loss_steps, "loss-steps", minimum=0)
-    backend = make_backend(s, "local", isolation)
-    out(f"bench: {reps} repetitions of {len(ROWS)} rows ({'; '.join(r.name for r in ROWS)}), each with its "
-        f"program's standalone (1 CPU) and its cluster (spread), {count} steps a run")
+    asked = request.check(s)
+    backend = make_backend(s, "local", asked.isolation)
+    out(f"bench: {asked.repetitions} repetitions of {len(ROWS)} rows ({'; '.join(r.name for r in ROWS)}), each with "
+        f"its program's standalone (1 CPU) and its cluster (spread), {asked.options.steps} steps a run")
     out(f"servers listen on: {backend.exposure(backend.cluster(2)).where}")
-    results = run_bench(s, backend, repetitions=reps, steps=count, echo=out, data_source=source, loss_steps=loss)
-    return _show(out, results, bench_lines(results), "bench", plot_bench)
+    results = run_bench(s, backend, asked.options, repetitions=asked.repetitions, echo=out,
+                        loss_steps=asked.loss_steps)
+    _show(out, results, bench_lines(results), plot_bench(results, Path(results.folder) / "bench.png"))
+    return results
 
 
-def sweep(out: Out, s: Settings, *, workers: str | None, steps: Any, tuning: str, source: str, isolation: str,
-          link: str | None = None, programs: str = "article") -> dict:
-    """The worker sweep (1, 2, 4 workers), or with `link` the network sweep on simulated hosts."""
+def sweep(out: Out, s: Settings, request: optionslib.SweepRequest) -> SweepResults | NetworkResults:
+    """The worker sweep (1, 2, 4 workers), or with links the network sweep on simulated hosts."""
     from reprokit.bench.network import run_network_sweep
     from reprokit.bench.sweep import run_sweep
     from reprokit.bench.tables import (
@@ -185,35 +208,29 @@ def sweep(out: Out, s: Settings, *, workers: str | None, steps: Any, tuning: str
         plot_sweep,
         sweep_lines,
     )
-    from reprokit.run.links import parse_links
-    from reprokit.run.tuning import profile
 
-    chosen = optionslib.program_list(programs)
-    count = optionslib.whole_number(steps, "steps", minimum=21)
-    local = make_backend(s, "local", isolation)
-    if link:
-        links = parse_links(link)
-        (n,) = optionslib.worker_counts(workers or "2", single=True)
-        out(f"network sweep: {', '.join(l.name for l in links)}; {n} workers on simulated hosts, "
-            f"programs {', '.join(chosen)}")
-        results = run_network_sweep(s, local, lambda name: make_backend(s, "hosts", link=name), profile(tuning),
-                                    links=links, programs=chosen, steps=count, echo=out, data_source=source,
-                                    workers=n)
-        return _show(out, results, network_lines(results), "network", plot_network)
-    counts = optionslib.worker_counts(workers or "1,2,4")
-    out(f"servers listen on: {local.exposure(local.cluster(max(counts))).where}")
-    results = run_sweep(s, local, profile(tuning), worker_counts=counts, steps=count, echo=out,
-                        data_source=source, programs=tuple(chosen))
-    return _show(out, results, sweep_lines(results), "sweep", plot_sweep)
+    asked = request.check(s)
+    local = make_backend(s, "local", asked.isolation)
+    if asked.links:
+        (n,) = asked.worker_counts
+        out(f"network sweep: {', '.join(link.name for link in asked.links)}; {n} workers on simulated hosts, "
+            f"programs {', '.join(asked.programs)}")
+        network = run_network_sweep(s, local, lambda name: make_backend(s, "hosts", link=name), asked.options,
+                                    links=asked.links, programs=asked.programs, echo=out)
+        _show(out, network, network_lines(network), plot_network(network, Path(network.folder) / "network.png"))
+        return network
+    out(f"servers listen on: {local.exposure(local.cluster(max(asked.worker_counts))).where}")
+    results = run_sweep(s, local, asked.options, worker_counts=asked.worker_counts, echo=out,
+                        programs=tuple(asked.programs))
+    _show(out, results, sweep_lines(results), plot_sweep(results, Path(results.folder) / "sweep.png"))
+    return results
 
 
-def _show(out: Out, results: dict, lines: list[str], name: str, plot: Callable[[dict, Path], Path]) -> dict:
-    """A benchmark's table, then its plot beside the JSON it was read from."""
+def _show(out: Out, results: BenchResults | SweepResults | NetworkResults, lines: list[str], plot: Path) -> None:
+    """A benchmark's table, then where its JSON and its plot are."""
     for line in lines:
         out(line)
-    folder = Path(results["folder"])
-    out(f"wrote {folder / (name + '.json')} and {plot(results, folder / (name + '.png'))}")
-    return results
+    out(f"wrote {Path(results.folder) / results.FILE} and {plot}")
 
 
 def build_base_image(out: Out, s: Settings, *, force: bool) -> None:
@@ -233,7 +250,7 @@ def download_wheels(out: Out, s: Settings, *, force: bool) -> None:
 
 def build_image(out: Out, s: Settings, *, base: str | None, force: bool) -> None:
     from reprokit.run.containers import image
-    from reprokit.run.containers.backend import choose_base
+    from reprokit.run.containers.image import choose_base
 
     info = image.build_image(base or choose_base(), force, out)
     out(f"{info.tag}: {'built' if info.built else 'already built from these inputs'} "

@@ -21,7 +21,7 @@ import yaml
 from reprokit.errors import RunFolderExistsError
 from reprokit.experiment import Reproduction, reproduce
 from reprokit.judge.logs import parse_log, step_fields
-from reprokit.judge.verdict import judge_run
+from reprokit.judge.judgement import judge_run
 from reprokit.names import PLOT, REPORT, RESULTS
 from reprokit.options import Options
 from reprokit.report.results import FORMAT_VERSION

@@ -10,11 +10,14 @@ import pytest
 from reprokit import views
 from reprokit.errors import KitError
 from reprokit.experiment import Reproduction
+from reprokit.judge.judgement import judge_run
 from reprokit.report.results import RunResults
+from reprokit.runs import RunInfo
 from reprokit.run.backends import Exposure
-from tests.support import SAMPLES
+from tests.support import REPO, SAMPLES
 
 RUNS = SAMPLES / "runs"
+RULES = REPO / "expected_logs" / "rules.yaml"
 
 
 @pytest.fixture
@@ -46,30 +49,35 @@ def test_a_run_that_is_not_there_is_an_error_naming_where_it_looked(runs):
 
 
 def finished(run_dir: Path, exposure: Exposure | None, error: str = "") -> Reproduction:
-    result = Reproduction(run_dir, [], error=error, exposure=exposure, results=RunResults.load(run_dir))
-    return result
+    """The sample run as a reproduction ends: judged again from its logs, with its results."""
+    results = RunResults.load(run_dir)
+    return Reproduction(run_dir, RunInfo.load(run_dir), [], judgement=judge_run(run_dir, RULES), results=results,
+                        error=error, exposure=exposure, claim=results.claim, learning=results.learning,
+                        verdict_lines=results.verdict_lines)
 
 
-def test_the_end_of_a_run_shows_table_threads_report_and_one_verdict(tmp_path: Path):
+def test_the_end_of_a_run_shows_table_threads_report_and_the_three_part_verdict(tmp_path: Path):
     run = tmp_path / "lesson-quick"
     shutil.copytree(RUNS / "lesson-quick", run)
     lines: list[str] = []
-    passed = views.finish(lines.append, finished(run, Exposure("the run's namespace", beyond_run=False)))
-    assert not passed  # no judgement was attached: a verdict needs the check stage
-    assert "| speed-up (cluster / standalone) | 1.74x | 1.72x |" in lines
+    result = views.finish(lines.append, finished(run, Exposure("the run's namespace", beyond_run=False)))
+    assert result.passed
+    assert "| speed-up (cluster / standalone) | 1.74x | 1.71x (1.15-1.90) |" in lines
     assert "- cluster: no input thread died" in lines
-    assert [f"run folder: {run}", f"report: {run / 'report.md'}", "FAIL"] == \
-        [lines[0], lines[-2], lines[-1]]
+    assert [f"run folder: {run}", f"report: {run / 'report.md'}"] == [lines[0], lines[-4]]
+    assert ["logs:     PASS  (32 rules, 0 failed)", "claim:    INCONCLUSIVE", "learning: DIFFERENT"] == \
+        [lines[-3], lines[-2][:len("claim:    INCONCLUSIVE")], lines[-1][:len("learning: DIFFERENT")]]
 
 
-def test_the_verdict_line_repeats_an_exposure_beyond_the_run(tmp_path: Path):
+def test_a_failed_run_ends_in_fail_after_saying_its_servers_were_exposed(tmp_path: Path):
     run = tmp_path / "lesson-quick"
     shutil.copytree(RUNS / "lesson-quick", run)
     lines: list[str] = []
     views.finish(lines.append, finished(run, Exposure("every interface of this machine", beyond_run=True),
                                         error="the cluster run failed"))
     assert "error: the cluster run failed" == lines[0]
-    assert "FAIL (the servers were reachable on every interface of this machine)" == lines[-1]
+    assert ["the servers were reachable on every interface of this machine", "logs:     PASS  (32 rules, 0 failed)",
+            "FAIL"] == lines[-3:]
 
 
 def test_download_progress_draws_a_bar_every_five_percent():
@@ -79,3 +87,15 @@ def test_download_progress_draws_a_bar_every_five_percent():
         progress(done * 1_000_000, 100_000_000)
     assert 21 == len(lines)
     assert "[####################] 100%" in lines[-1]
+
+
+def test_a_benchmark_view_shows_its_table_then_where_its_json_and_plot_are(tmp_path: Path) -> None:
+    """bench and sweep end alike: the table's lines, then the file the results were read from."""
+    from reprokit.bench.results import BenchResults
+    from reprokit.bench.tables import bench_lines
+
+    results = BenchResults.load(SAMPLES / "bench" / "bench.json")
+    lines: list[str] = []
+    views._show(lines.append, results, bench_lines(results), tmp_path / "bench.png")
+    assert bench_lines(results) == lines[:-1]
+    assert f"wrote {Path(results.folder) / 'bench.json'} and {tmp_path / 'bench.png'}" == lines[-1]

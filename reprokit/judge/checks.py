@@ -15,18 +15,16 @@ from reprokit.judge.rules import (
     MODES,
     SCOPES,
     CompareCheck,
-    Evidence,
     OrderCheck,
     PatternCheck,
     ReferenceCheck,
     Rule,
     RulesError,
     StepsCheck,
-    Summary,
     TrendCheck,
     Value,
-    Verdict,
 )
+from reprokit.judge.verdict import Evidence, Summary, Verdict
 
 
 def check_logs(

@@ -3,25 +3,25 @@
 The vocabulary is documented at the top of the YAML file. Rules are data: patterns are regular
 expressions, numbers are numbers, and a name such as ``towers`` is looked up in the context the
 caller passes; nothing is evaluated. Every rule checked yields one :class:`Verdict`, passing or
-not, and every failure carries its evidence (file, line number, text). :func:`summarize` folds
-the verdicts into lines that end in one ``PASS`` or ``FAIL`` line.
+not, and every failure carries its evidence (file, line number, text).
 
-Checking lives in :mod:`reprokit.judge.checks`; this module is the vocabulary and its loader.
+This module is the vocabulary and its loader. Checking, and folding the verdicts into lines that
+end in one ``PASS`` or ``FAIL`` (``summarize``), live in :mod:`reprokit.judge.checks`; the verdict
+types in :mod:`reprokit.judge.verdict`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn, Union
-
-import yaml
+from typing import Any, NoReturn, Union
 
 from reprokit.errors import KitError
+from reprokit.judge.datafile import load_section, vocabulary_hint
 from reprokit.judge.logs import LOG_EVERY
+from reprokit.names import MODES  # re-exported: checks.py reads it from here
 
-MODES = ("standalone", "cluster")
 SCOPES = ("format", "run")
 FIELDS = ("step", "loss", "examples_per_sec", "sec_per_batch")
 RECORD_KINDS = ("step", "filling_queue", "other")
@@ -108,39 +108,6 @@ class Rule:
     programs: tuple[str, ...] = ()  # the programs whose logs it describes; () for every program
 
 
-class Evidence(NamedTuple):
-    """A line that shows why; ``line`` is None when the evidence is a whole file searched."""
-
-    path: Path
-    line: int | None
-    text: str
-
-
-@dataclass(frozen=True)
-class Verdict:
-    rule: str
-    mode: str
-    passed: bool
-    message: str
-    evidence: list[Evidence]
-    severity: str = "error"
-
-
-@dataclass(frozen=True)
-class Summary:
-    """All verdicts folded: ``lines`` end with ``PASS`` or ``FAIL``; ``text`` joins them."""
-
-    passed: bool
-    checked: int
-    failed: list[str]
-    lines: list[str]
-    warned: list[str] = field(default_factory=list)  # warning rules that did not hold
-
-    @property
-    def text(self) -> str:
-        return "\n".join(self.lines)
-
-
 # --- loading -------------------------------------------------------------------------------
 
 _COMMON = ("name", "description", "applies_to", "scope")
@@ -159,17 +126,11 @@ _PATTERN_COMPANIONS = ("count", "kind")
 
 def load_rules(path: Path) -> list[Rule]:
     """Read and validate a rules file; raise RulesError naming the rule and key at fault."""
-    hint = f"see the vocabulary in the comment block at the top of {path}"
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise RulesError(f"cannot read the rules file {path}: {err}") from None
-    except yaml.YAMLError as err:
-        raise RulesError(f"{path} is not valid YAML: {err}", hint) from None
-    if not isinstance(data, dict) or set(data) != {"rules"} or not isinstance(data["rules"], list):
-        raise RulesError(f"{path}: expected one top-level key, 'rules', holding a list", hint)
+    hint = vocabulary_hint(path)
+    entries = load_section(path, "rules", list, RulesError, "rules")
+    assert isinstance(entries, list)  # load_section checked it
     rules: list[Rule] = []
-    for index, entry in enumerate(data["rules"], start=1):
+    for index, entry in enumerate(entries, start=1):
         rule = _Reader(path, index, hint).rule(entry)
         if any(r.name == rule.name for r in rules):
             raise RulesError(f"{path}: rule {rule.name!r} is defined twice", hint)

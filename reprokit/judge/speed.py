@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from reprokit.errors import KitError
 from reprokit.judge.logs import StepFields
@@ -43,17 +42,6 @@ WARMUP_RULE = ("median of the per-step examples/sec of the logged steps, step 0 
 
 class SpeedError(KitError):
     """A speed figure cannot be computed from what was given."""
-
-
-@dataclass(frozen=True)
-class SpeedComparison:
-    """Standalone vs cluster: the two median rates, the speed-up and the per-worker efficiency."""
-
-    standalone_rate: float
-    cluster_rate: float
-    speedup: float
-    efficiency: float
-    workers: int
 
 
 def after_warmup(steps: Sequence[StepFields], warmup_steps: int = WARMUP_STEPS) -> list[StepFields]:
@@ -104,24 +92,3 @@ def efficiency(speedup: float, workers: int) -> float:
     if workers < 1:
         raise SpeedError(f"efficiency needs at least one worker, got {workers}")
     return speedup / workers
-
-
-def compare_speed(
-    standalone: Sequence[StepFields],
-    cluster: Sequence[StepFields],
-    workers: int,
-    warmup_steps: int = WARMUP_STEPS,
-) -> SpeedComparison:
-    """Compare two runs' step reports; raise SpeedError when either has none after warm-up."""
-    rates = []
-    for name, steps in (("standalone", standalone), ("cluster", cluster)):
-        rate = median_rate(steps, warmup_steps)
-        if rate is None:
-            raise SpeedError(
-                f"the {name} run has no step report after the first {warmup_steps}"
-                f" ({len(steps)} in all), so it has no training speed",
-                f"let the {name} run log more steps (max_steps > {10 * warmup_steps})",
-            )
-        rates.append(rate)
-    up = speedup(rates[1], rates[0])
-    return SpeedComparison(rates[0], rates[1], up, efficiency(up, workers), workers)

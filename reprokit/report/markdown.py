@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprokit.files import write_text
+from reprokit.judge.intervals import Estimate
 from reprokit.judge.threads import INPUT_THREADS_PER_TOWER
-from reprokit.names import PLOT, REPORT
+from reprokit.names import PLOT, REPORT, eval_dir, train_dir
 from reprokit.report.plots import speed_plot
 from reprokit.report.results import RunResults
 from reprokit.runs import RunInfo
@@ -16,30 +17,40 @@ def _fmt(value: float | None, digits: int = 1, suffix: str = "") -> str:
     return "n/a" if value is None else f"{value:.{digits}f}{suffix}"
 
 
+def _figure(estimate: Estimate | None, digits: int = 1, suffix: str = "") -> str:
+    """A figure with its interval: ``1.34x (1.21-1.49)``."""
+    if estimate is None:
+        return "n/a"
+    return f"{estimate.value:.{digits}f}{suffix} ({estimate.low:.{digits}f}-{estimate.high:.{digits}f})"
+
+
 def speed_table(info: RunInfo, results: RunResults) -> list[str]:
-    art, speed = results.article, results.speed or {}
+    """The article's figures beside this run's, each of ours with its 95% interval."""
+    art, speed = results.article, results.speed
     rows = [
-        ("standalone examples/sec (median)", _fmt(art["standalone_rate"]), _fmt(speed.get("standalone_rate"))),
-        (f"cluster examples/sec (1 ps + {info.workers} workers)", _fmt(art["cluster_rate"]),
-         _fmt(speed.get("cluster_rate"))),
-        ("speed-up (cluster / standalone)", _fmt(art["speedup"], 2, "x"), _fmt(speed.get("speedup"), 2, "x")),
-        ("scaling efficiency (speed-up / workers)",
-         _fmt(100 * art["speedup"] / art["workers"], 1, "%"),
-         _fmt(None if speed.get("efficiency") is None else 100 * speed["efficiency"], 1, "%")),
+        ("standalone examples/sec", _fmt(art.standalone_rate), _figure(speed.standalone if speed else None)),
+        (f"cluster examples/sec (1 ps + {info.workers} workers)", _fmt(art.cluster_rate),
+         _figure(speed.cluster if speed else None)),
+        ("speed-up (cluster / standalone)", _fmt(art.speedup, 2, "x"), _figure(speed.speedup if speed else None, 2, "x")),
+        ("scaling efficiency (speed-up / workers)", _fmt(100 * art.speedup / art.workers, 1, "%"),
+         _fmt(None if speed is None else 100 * speed.efficiency, 1, "%")),
     ]
-    return ["| figure | article (2017) | this run |", "| --- | ---: | ---: |"] + [f"| {a} | {b} | {c} |" for a, b, c in rows]
+    samples = "" if speed is None else (f" ({speed.speedup.method}; {speed.standalone.samples} and "
+                                        f"{speed.cluster.samples} step rates)")
+    return ["| figure | article (2017) | this run, 95% CI" + samples + " |", "| --- | ---: | ---: |"] + \
+        [f"| {a} | {b} | {c} |" for a, b, c in rows]
 
 
 def dead_threads_lines(results: RunResults) -> list[str]:
     """Dead input threads per tower of each mode, or a line saying there were none."""
     lines = []
     for mode, data in results.modes.items():
-        dead = data.get("dead_input_threads") or {}
+        dead = data.dead_input_threads
         if dead:
             towers = ", ".join(f"{tower}: {len(reasons)} of {INPUT_THREADS_PER_TOWER}" for tower, reasons in dead.items())
             reasons = sorted({r.split(":", 1)[0] for rs in dead.values() for r in rs if r})
             lines.append(f"- {mode}: dead input threads per tower: {towers} ({', '.join(reasons) or 'no reason logged'})")
-        elif data.get("steps"):
+        elif data.steps:
             lines.append(f"- {mode}: no input thread died")
     return lines
 
@@ -49,45 +60,81 @@ MODEL_BYTES = 1_068_298 * 4  # the model's float32 parameters: what a worker pul
 
 def network_lines(results: RunResults) -> list[str]:
     """The hosts backend's hosts: address, link and bytes per step, beside the model's size."""
-    network = ((results.modes.get("cluster") or {}).get("outcome") or {}).get("network") or {}
-    if not network.get("hosts"):
+    cluster = results.modes.get("cluster")
+    network = cluster.outcome.network if cluster and cluster.outcome else {}
+    hosts = network.get("hosts")
+    if not isinstance(hosts, dict) or not hosts:
         return []
-    mb = lambda value: "n/a" if value is None else f"{value / 1e6:.2f} MB"  # noqa: E731
-    lines = [f"Every host's link: {network['link']} (tbf, both directions; no added delay). "
+
+    def mb(value: object) -> str:
+        return f"{value / 1e6:.2f} MB" if isinstance(value, (int, float)) else "n/a"
+
+    lines = [f"Every host's link: {network.get('link')} (tbf, both directions; no added delay). "
              f"Bytes per step from {network.get('per_step_from') or 'n/a'}; the model's parameters are "
              f"{MODEL_BYTES / 1e6:.2f} MB, what a worker pulls and pushes as gradients when they live on the ps.",
              "", "| host | address | sent per step | received per step | sent in all | received in all |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for role, row in network["hosts"].items():
-        lines.append(f"| {role} | {row['address']} | {mb(row.get('sent_per_step'))} | "
-                     f"{mb(row.get('received_per_step'))} | {mb(row['sent'])} | {mb(row['received'])} |")
+    for role, row in hosts.items():
+        lines.append(f"| {role} | {row.get('address')} | {mb(row.get('sent_per_step'))} | "
+                     f"{mb(row.get('received_per_step'))} | {mb(row.get('sent'))} | {mb(row.get('received'))} |")
     return lines
 
 
-def markdown(info: RunInfo, results: RunResults, plot_name: str | None) -> str:
-    m, data, backend = results.machine, results.data or {}, results.backend
+def evaluation_lines(run_dir: Path, results: RunResults) -> list[str]:
+    """precision @ 1 of each mode's last checkpoint, and where TensorBoard finds each mode's events."""
+    lines = ["| mode | step | examples seen | precision @ 1 (95% CI) | correct of counted | eval log |",
+             "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for mode, data in results.modes.items():
+        e = data.evaluation
+        if e is None:
+            continue
+        shown = e.error.replace("|", "/") if e.error or e.precision is None else \
+            f"{e.precision:.3f} ({_fmt(e.low, 3)}-{_fmt(e.high, 3)})"
+        lines.append(f"| {mode} | {e.step if e.step is not None else 'n/a'} | {e.examples_seen:,} | {shown} | "
+                     f"{e.correct} of {e.counted} | {Path(e.log).name if e.log else 'n/a'} |")
+    folders = [folder(run_dir, mode) for folder in (train_dir, eval_dir) for mode in results.modes]
+    folders = [f for f in folders if f.is_dir()]
+    if folders:
+        spec = ",".join(f"{f.name}:{f}" for f in folders)
+        lines += ["", "TensorBoard event folders: " + ", ".join(f"`{f.name}/`" for f in folders)
+                  + f". Open them with `tensorboard --logdir_spec {spec}`."]
+    return lines
+
+
+def markdown(run_dir: Path, info: RunInfo, results: RunResults, plot_name: str | None) -> str:
+    m, data, backend = results.machine, results.data, results.backend
     out = [f"# Reproduction report: {results.verdict}", ""]
+    if results.verdict_lines:
+        out += ["```", *results.verdict_lines, "```", ""]
     if results.error:
         out += [f"**Error:** {results.error}", ""]
-    if data.get("notice"):
-        out += [f"> **Data:** {data['notice']}", ""]
-    exposure = results.exposure or {}
-    if exposure.get("beyond_run"):
-        out += [f"> **Exposed:** the servers were reachable on {exposure['where']} for the length of the run.", ""]
-    out += speed_table(info, results)
-    out += ["", f"Speed rule: {(results.speed or {}).get('warmup_rule', 'n/a')}.",
+    if data and data.notice:
+        out += [f"> **Data:** {data.notice}", ""]
+    exposure = results.exposure
+    if exposure and exposure.beyond_run:
+        out += [f"> **Exposed:** the servers were reachable on {exposure.where} for the length of the run.", ""]
+    for verdict in (results.claim, results.learning):
+        if verdict is not None:
+            out += [f"- **{verdict.claim}: {verdict.status}**: {verdict.reason}."]
+    out += ["", "## Speed", ""] + speed_table(info, results)
+    speed = results.speed
+    out += ["", f"Speed rule: {speed.warmup_rule if speed else 'n/a'}.",
+            f"Intervals: {speed.method if speed else 'n/a'}",
             "The ratios are the figures to compare; absolute rates depend on the machine.", ""]
     if plot_name:
         out += [f"![examples/sec per logged step]({plot_name})", ""]
+    evaluated = evaluation_lines(run_dir, results)
+    if len(evaluated) > 2:
+        out += ["## Learning: precision @ 1 on the test set", ""] + evaluated + [""]
     out += ["## Rules (expected_logs/)", "", "| verdict | rule | mode | detail |", "| --- | --- | --- | --- |"]
     for v in results.rules:
-        detail = v["message"].replace("|", "\\|").replace("\n", " ")
-        word = "PASS" if v["passed"] else ("WARN" if v.get("severity") == "warning" else "**FAIL**")
-        out.append(f"| {word} | {v['rule']} | {v['mode']} | {detail} |")
-        if not v["passed"]:
-            for e in v["evidence"][:3]:
-                where = e["path"] + (f":{e['line']}" if e["line"] is not None else "")
-                out.append(f"| | | | `{where}`: {e['text'][:100].replace('|', '/')} |")
+        detail = v.message.replace("|", "\\|").replace("\n", " ")
+        word = "PASS" if v.passed else ("WARN" if v.severity == "warning" else "**FAIL**")
+        out.append(f"| {word} | {v.rule} | {v.mode} | {detail} |")
+        if not v.passed:
+            for e in v.evidence[:3]:
+                where = e.path + (f":{e.line}" if e.line is not None else "")
+                out.append(f"| | | | `{where}`: {e.text[:100].replace('|', '/')} |")
     threads = dead_threads_lines(results)
     if threads:
         out += ["", "## Input threads", ""] + threads
@@ -95,23 +142,24 @@ def markdown(info: RunInfo, results: RunResults, plot_name: str | None) -> str:
     if hosts:
         out += ["", "## Hosts and links", ""] + hosts
     out += ["", "## How it ran", "", "| what | value |", "| --- | --- |"]
-    cluster = (results.modes.get("cluster") or {}).get("outcome") or {}
-    facts = [
+    cluster = results.modes.get("cluster")
+    interfaces = cluster.outcome.interfaces if cluster and cluster.outcome else []
+    facts: list[tuple[str, object]] = [
         ("program", info.program), ("steps", info.steps), ("workers", info.workers),
         ("CPU layout", f"{info.layout}: " + ", ".join(f"{r}={c}" for r, c in sorted(info.cpus.items()))),
-        ("kit settings", f"{results.tuning['name']}: {results.tuning['why']}"),
+        ("kit settings", f"{results.tuning.name}: {results.tuning.why}"),
         *[(f"kit fix: {name.replace('_', ' ')}", state) for name, state in results.kit_fixes.items()],
         *[(k, v) for k, v in backend.items() if v],
-        ("servers listened on", exposure.get("where", "n/a")),
-        ("interfaces the cluster saw", ", ".join(cluster.get("interfaces") or []) or "n/a"),
-        ("data", f"{data.get('source', 'n/a')}" + (" (generated)" if data.get("synthetic") else "")),
-        ("TensorFlow", m["tensorflow"]), ("Python", m["python"]),
-        ("CPU", f"{m['cpu_model']} ({m['cpus_usable']} usable of {m['cpu_count']})"),
-        ("platform", m["platform"]), ("started", info.started), ("finished", results.finished),
+        ("servers listened on", exposure.where if exposure else "n/a"),
+        ("interfaces the cluster saw", ", ".join(interfaces) or "n/a"),
+        ("data", (data.source + (" (generated)" if data.synthetic else "")) if data else "n/a"),
+        ("TensorFlow", m.tensorflow), ("Python", m.python),
+        ("CPU", f"{m.cpu_model} ({m.cpus_usable} usable of {m.cpu_count})"),
+        ("platform", m.platform), ("started", info.started), ("finished", results.finished),
     ]
     out += [f"| {k} | {v} |" for k, v in facts]
     out += ["", "## Stages", "", "| stage | status | seconds | log |", "| --- | --- | ---: | --- |"]
-    out += [f"| {s['name']} | {s['status']} | {s['seconds']} | {s['log']} |" for s in results.stages]
+    out += [f"| {s.name} | {s.status} | {s.seconds} | {s.log} |" for s in results.stages]
     out += ["", "## Checksums", ""]
     for group, sums in results.checksums.items():
         out += [f"- {group}/{name}: `{digest[:16]}…`" for name, digest in sums.items()]
@@ -119,17 +167,16 @@ def markdown(info: RunInfo, results: RunResults, plot_name: str | None) -> str:
     return "\n".join(out)
 
 
-def write_all(run_dir: Path, results: RunResults) -> list[Path]:
+def write_all(run_dir: Path, info: RunInfo, results: RunResults) -> list[Path]:
     """Write results.json, the plot and report.md, each whole; return the paths written."""
-    info = RunInfo.load(run_dir)
     written = [results.save(run_dir)]
     png = speed_plot(results, run_dir / PLOT)
     if png:
         written.append(png)
-    written.append(write_text(run_dir / REPORT, markdown(info, results, png.name if png else None)))
+    written.append(write_text(run_dir / REPORT, markdown(run_dir, info, results, png.name if png else None)))
     return written
 
 
 def rerender(run_dir: Path) -> list[Path]:
     """`invoke report RUN`: the same report again from the run's results.json."""
-    return write_all(run_dir, RunResults.load(run_dir))
+    return write_all(run_dir, RunInfo.load(run_dir), RunResults.load(run_dir))

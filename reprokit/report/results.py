@@ -3,24 +3,36 @@
 from __future__ import annotations
 
 import json
+import os
 import platform
 import sys
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
+from reprokit.data.prepare import DataResult
 from reprokit.errors import KitError
 from reprokit.files import write_json
 from reprokit.judge import speed as speedlib
-from reprokit.judge.logs import step_fields
+from reprokit.judge.claims import ClaimVerdict
+from reprokit.judge.logs import LogRecord, step_fields
+from reprokit.judge.speedup import RunSpeed
 from reprokit.judge.threads import dead_input_threads
+from reprokit.judge.verdict import Judgement
 from reprokit.names import RESULTS
+from reprokit.records import RecordError, from_json
+from reprokit.run.backends import Exposure
+from reprokit.run.runner import Outcome
+from reprokit.run.tuning import Tuning
+from reprokit.settings import Settings
 from reprokit.sources.patches import read_series
 from reprokit.sources.upstream import read_checksums, sha256_file
+from reprokit.stages import StageRecord
 
-FORMAT_VERSION = 2  # 1: the untyped results.json of 0.1, with the options copied from run.json
+# 1: the untyped results.json of 0.1; 2: typed at the top only, speed without intervals;
+# 3: typed all the way down, every speed figure with its interval, the claim and learning verdicts.
+FORMAT_VERSION = 3
 
 
 def package_version(*names: str) -> str | None:
@@ -42,49 +54,125 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
-def machine_facts() -> dict[str, Any]:
-    import os
-
-    return {
-        "python": sys.version.split()[0],
-        "tensorflow": package_version("tensorflow-cpu", "tensorflow"),
-        "platform": platform.platform(),
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "cpus_usable": len(os.sched_getaffinity(0)),
-    }
+@dataclass(frozen=True)
+class MachineFacts:
+    python: str
+    tensorflow: str | None
+    platform: str
+    cpu_model: str
+    cpu_count: int | None
+    cpus_usable: int
 
 
-def checksums(settings: Any) -> dict[str, dict[str, str]]:
+def machine_facts() -> MachineFacts:
+    return MachineFacts(sys.version.split()[0], package_version("tensorflow-cpu", "tensorflow"), platform.platform(),
+                        cpu_model(), os.cpu_count(), len(os.sched_getaffinity(0)))
+
+
+@dataclass(frozen=True)
+class DataFacts:
+    source: str
+    synthetic: bool
+    notice: str
+    official: bool
+    batches_dir: str
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    step: int
+    loss: float
+    examples_per_sec: float
+    sec_per_batch: float
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """precision @ 1 of a mode's last checkpoint on the test set (the tutorial's cifar10_eval),
+    with its Wilson 95% interval; ``error`` says why there is none."""
+
+    step: int | None = None
+    precision: float | None = None
+    correct: int = 0
+    counted: int = 0
+    low: float | None = None
+    high: float | None = None
+    examples_seen: int = 0
+    log: str = ""
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class ModeResult:
+    steps: list[StepRecord]
+    outcome: Outcome | None
+    dead_input_threads: dict[str, list[str]]  # tower -> the reason each dead thread died
+    evaluation: Evaluation | None = None
+
+
+@dataclass(frozen=True)
+class EvidenceRecord:
+    path: str
+    line: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class RuleResult:
+    rule: str
+    mode: str
+    passed: bool
+    severity: str
+    message: str
+    evidence: list[EvidenceRecord]
+
+
+@dataclass(frozen=True)
+class ArticleFigures:
+    """The article's conclusion, beside which every run's figures are shown."""
+
+    standalone_rate: float = speedlib.ARTICLE_STANDALONE_RATE
+    cluster_rate: float = speedlib.ARTICLE_CLUSTER_RATE
+    speedup: float = speedlib.ARTICLE_SPEEDUP
+    workers: int = speedlib.ARTICLE_WORKERS
+
+
+def checksums(settings: Settings) -> dict[str, dict[str, str]]:
     return {
         "upstream": read_checksums(settings.upstream_dir),
         "patches": {p.name: sha256_file(p) for p in read_series(settings.patches_dir)},
     }
 
 
-def _steps(records: list) -> list[dict[str, Any]]:
-    return [{"step": f.step, "loss": f.loss, "examples_per_sec": f.examples_per_sec,
-             "sec_per_batch": f.sec_per_batch} for f in step_fields(records)]
+def _steps(records: list[LogRecord]) -> list[StepRecord]:
+    return [StepRecord(f.step, f.loss, f.examples_per_sec, f.sec_per_batch) for f in step_fields(records)]
 
 
 @dataclass
 class RunResults:
-    """results.json: what came out of a run, and the facts needed to trust or repeat it."""
+    """results.json: what came out of a run, and the facts needed to trust or repeat it.
+
+    ``verdict`` is about the run: PASS when it completed and its logs pass. The article's claim
+    and the learning are judged apart (``claim``, ``learning``): a claim that does not reproduce
+    is a finding, not a failed run. ``verdict_lines`` are the three-part verdict as printed."""
 
     verdict: str
     error: str
     finished: str
-    tuning: dict[str, Any]
-    backend: dict[str, Any]
-    exposure: dict[str, Any] | None
-    data: dict[str, Any] | None
-    machine: dict[str, Any]
+    tuning: Tuning
+    backend: dict[str, str]
+    exposure: Exposure | None
+    data: DataFacts | None
+    machine: MachineFacts
     checksums: dict[str, dict[str, str]]
-    speed: dict[str, Any] | None
-    article: dict[str, Any]
-    modes: dict[str, dict[str, Any]]  # mode -> steps, outcome, dead input threads per tower
-    rules: list[dict[str, Any]]
-    stages: list[dict[str, Any]]
+    speed: RunSpeed | None
+    article: ArticleFigures
+    modes: dict[str, ModeResult]
+    rules: list[RuleResult]
+    stages: list[StageRecord]
+    claim: ClaimVerdict | None = None
+    learning: ClaimVerdict | None = None
+    verdict_lines: list[str] = field(default_factory=list)
     kit_fixes: dict[str, str] = field(default_factory=dict)  # what the kit mends in TensorFlow, and whether on
     format_version: int = FORMAT_VERSION
 
@@ -92,7 +180,7 @@ class RunResults:
         return write_json(run_dir / RESULTS, asdict(self))
 
     @classmethod
-    def load(cls, run_dir: Path) -> "RunResults":
+    def load(cls, run_dir: Path) -> RunResults:
         path = run_dir / RESULTS
         if not path.is_file():
             raise KitError(f"{path} is missing", "the run did not get to its report stage; run it again")
@@ -101,39 +189,30 @@ class RunResults:
         if version != FORMAT_VERSION:
             raise KitError(f"{path} is of format {version}; this kit reads format {FORMAT_VERSION}",
                            "run the experiment again with this version of the kit to get a report")
-        return cls(**data)
+        try:
+            return from_json(cls, data)
+        except RecordError as error:
+            raise KitError(f"{path} does not fit results format {FORMAT_VERSION}: {error}",
+                           "run the experiment again with this version of the kit") from None
 
 
-def build_results(settings: Any, options: Any, backend: dict, data: Any, outcomes: dict, judgement: Any,
-                  stages: list, error: str, exposure: Any = None, kit_fixes: dict[str, str] | None = None) -> RunResults:
-    """Everything the report shows, as data."""
-    speed = judgement.speed if judgement else None
-    verdict = "PASS" if (not error and judgement is not None and judgement.passed) else "FAIL"
+def data_facts(data: DataResult | None) -> DataFacts | None:
+    if data is None:
+        return None
+    return DataFacts(data.source, data.synthetic, data.notice, data.official, str(data.batches_dir))
+
+
+def rule_results(judgement: Judgement | None, max_evidence: int = 10) -> list[RuleResult]:
+    if judgement is None:
+        return []
+    return [RuleResult(v.rule, v.mode, v.passed, v.severity, v.message,
+                       [EvidenceRecord(str(e.path), e.line, e.text) for e in v.evidence[:max_evidence]])
+            for v in judgement.verdicts]
+
+
+def mode_results(modes: tuple[str, ...], judgement: Judgement | None, outcomes: dict[str, Outcome],
+                 evaluations: dict[str, Evaluation]) -> dict[str, ModeResult]:
     records = judgement.records if judgement else {}
-    return RunResults(
-        verdict=verdict,
-        error=error or (judgement.speed_error if judgement else ""),
-        finished=datetime.now().isoformat(timespec="seconds"),
-        tuning=asdict(options.tuning),
-        backend=backend,
-        exposure=None if exposure is None else asdict(exposure),
-        data=None if data is None else {
-            "source": data.source, "synthetic": data.synthetic, "notice": data.notice,
-            "official": data.official, "batches_dir": str(data.batches_dir),
-        },
-        machine=machine_facts(),
-        checksums=checksums(settings),
-        speed=None if speed is None else {**asdict(speed), "warmup_rule": speedlib.WARMUP_RULE},
-        article={"standalone_rate": speedlib.ARTICLE_STANDALONE_RATE, "cluster_rate": speedlib.ARTICLE_CLUSTER_RATE,
-                 "speedup": speedlib.ARTICLE_SPEEDUP, "workers": speedlib.ARTICLE_WORKERS},
-        modes={mode: {"steps": _steps(records.get(mode, [])),
-                      "outcome": asdict(outcomes[mode]) if mode in outcomes else None,
-                      "dead_input_threads": dead_input_threads(records.get(mode, []))}
-               for mode in options.modes},
-        rules=[] if judgement is None else [
-            {"rule": v.rule, "mode": v.mode, "passed": v.passed, "severity": v.severity, "message": v.message,
-             "evidence": [{"path": str(e.path), "line": e.line, "text": e.text} for e in v.evidence[:10]]}
-            for v in judgement.verdicts],
-        stages=[asdict(s) for s in stages],
-        kit_fixes=kit_fixes or {},
-    )
+    return {mode: ModeResult(_steps(records.get(mode, [])), outcomes.get(mode),
+                             dead_input_threads(records.get(mode, [])), evaluations.get(mode))
+            for mode in modes}

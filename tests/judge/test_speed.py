@@ -72,24 +72,6 @@ def test_the_wall_clock_rate_needs_two_timestamped_steps() -> None:
     assert speed.wall_rate(bare, 128) is None
 
 
-def test_compare_speed_gives_both_rates_the_speedup_and_the_efficiency() -> None:
-    """Our two sample runs: 150.2 alone, 262.4 on 2 workers."""
-    standalone = step_fields(parse_log(SAMPLES / "standalone_run.log", "standalone"))
-    cluster = step_fields(parse_log(SAMPLES / "cluster_run.log", "client"))
-    result = speed.compare_speed(standalone, cluster, workers=2)
-    assert (150.2, 262.4, 2) == (result.standalone_rate, result.cluster_rate, result.workers)
-    assert 262.4 / 150.2 == pytest.approx(result.speedup)
-    assert 262.4 / 150.2 / 2 == pytest.approx(result.efficiency)
-
-
-def test_compare_speed_refuses_a_run_with_no_step_after_warm_up() -> None:
-    """A run that logged step 0 only has no speed; the error says which run and what to do."""
-    with pytest.raises(speed.SpeedError) as caught:
-        speed.compare_speed(article_steps("standalone"), article_steps("cluster")[:1], workers=2)
-    assert "cluster" in caught.value.message
-    assert "max_steps" in caught.value.hint
-
-
 def test_speedup_and_efficiency_refuse_impossible_inputs() -> None:
     """A zero standalone rate or zero workers is an error, not a division by zero."""
     with pytest.raises(speed.SpeedError):

@@ -9,6 +9,7 @@ from pathlib import Path
 from reprokit.names import PLOT, REPORT
 from reprokit.report.markdown import markdown, network_lines, rerender, speed_table
 from reprokit.report.results import RunResults
+from reprokit.run.backends import Exposure
 from reprokit.runs import RunInfo
 from tests.support import SAMPLES
 
@@ -19,16 +20,27 @@ def sample(name: str) -> tuple[RunInfo, RunResults]:
     return RunInfo.load(RUNS / name), RunResults.load(RUNS / name)
 
 
-def test_the_speed_table_puts_the_run_beside_the_article():
+def test_the_speed_table_puts_the_run_beside_the_article_each_figure_with_its_interval():
     info, results = sample("lesson-quick")
     table = speed_table(info, results)
-    assert "| speed-up (cluster / standalone) | 1.74x | 1.72x |" in table
-    assert "| cluster examples/sec (1 ps + 2 workers) | 170.0 | 2247.3 |" in table
+    assert "| speed-up (cluster / standalone) | 1.74x | 1.71x (1.15-1.90) |" in table
+    assert "| cluster examples/sec (1 ps + 2 workers) | 170.0 | 1083.5 (728.1-1152.1) |" in table
+    assert table[0].endswith("(within one repetition (bootstrap of steps); 5 and 5 step rates) |")
+
+
+def test_the_report_opens_with_the_three_part_verdict_and_why():
+    info, results = sample("lesson-quick")
+    text = markdown(RUNS / "lesson-quick", info, results, PLOT)
+    assert text.startswith("# Reproduction report: PASS\n\n```\nlogs:     PASS  (32 rules, 0 failed)\n"
+                           "claim:    INCONCLUSIVE  speed-up 1.71x (95% CI 1.15-1.90, n=1, 10 step rates)")
+    assert "- **speedup: INCONCLUSIVE**: the interval (within one repetition (bootstrap of steps)) 1.15-1.90" \
+           " straddles the band's lower bound 1.56; more repetitions would narrow it." in text
+    assert "| cluster | 50 | 12,800 | 0.847 (0.840-0.854) | 8565 of 10112 | eval_cluster.log |" in text
 
 
 def test_the_report_shows_verdict_rules_threads_and_how_it_ran():
     info, results = sample("lesson-quick")
-    text = markdown(info, results, PLOT)
+    text = markdown(RUNS / "lesson-quick", info, results, PLOT)
     assert text.startswith("# Reproduction report: PASS\n")
     assert "| PASS | filling_shuffle_buffer_once_per_tower | cluster |" in text
     assert "- cluster: no input thread died" in text
@@ -39,7 +51,7 @@ def test_the_report_shows_verdict_rules_threads_and_how_it_ran():
 
 def test_a_warning_and_a_dead_thread_are_shown_with_their_evidence():
     info, results = sample("hosts-1gbit")
-    text = markdown(info, results, None)
+    text = markdown(RUNS / "hosts-1gbit", info, results, None)
     assert "| WARN | no_python_traceback | cluster |" in text
     assert "- cluster: dead input threads per tower: tower_0: 1 of 17 (tensorflow.python.framework." in text
 
@@ -54,10 +66,10 @@ def test_the_hosts_section_shows_each_hosts_address_link_and_bytes_per_step():
 
 def test_servers_reachable_beyond_the_run_are_said_at_the_top():
     info, results = sample("lesson-quick")
-    exposed = dataclasses.replace(results, exposure={"where": "every interface of this machine, TCP ports "
-                                                              "2222-2224", "beyond_run": True})
-    assert "> **Exposed:** the servers were reachable on every interface of this machine" in markdown(info, exposed,
-                                                                                                   None)
+    exposed = dataclasses.replace(results, exposure=Exposure("every interface of this machine, TCP ports 2222-2224",
+                                                             beyond_run=True))
+    assert "> **Exposed:** the servers were reachable on every interface of this machine" in \
+        markdown(RUNS / "lesson-quick", info, exposed, None)
 
 
 def test_report_renders_a_run_again_from_its_results(tmp_path: Path):

@@ -25,7 +25,9 @@ def test_a_runs_options_are_read_from_run_json():
 def test_results_read_back_as_a_dataclass_of_this_format(tmp_path: Path):
     results = RunResults.load(RUNS / "lesson-quick")
     assert (FORMAT_VERSION, "PASS") == (results.format_version, results.verdict)
-    assert pytest.approx(1.72, abs=0.01) == results.speed["speedup"]
+    assert results.speed is not None and results.claim is not None
+    assert (1.71, "INCONCLUSIVE") == (round(results.speed.speedup.value, 2), results.claim.status)
+    assert 0.847 == results.modes["cluster"].evaluation.precision
     results.save(tmp_path)
     assert results == RunResults.load(tmp_path)
 
@@ -36,8 +38,16 @@ def test_results_of_another_format_are_refused_with_what_to_do(tmp_path: Path):
     (tmp_path / "results.json").write_text(json.dumps(data))
     with pytest.raises(KitError) as caught:
         RunResults.load(tmp_path)
-    assert "is of format 1; this kit reads format 2" in caught.value.message
+    assert f"is of format 1; this kit reads format {FORMAT_VERSION}" in caught.value.message
     assert "run the experiment again" in caught.value.hint
+
+
+def test_results_that_do_not_fit_the_format_are_refused_naming_the_field(tmp_path: Path):
+    data = json.loads((RUNS / "lesson-quick" / "results.json").read_text())
+    data["speed"]["speedup"]["low"] = "low"
+    (tmp_path / "results.json").write_text(json.dumps(data))
+    with pytest.raises(KitError, match=r"\$\.speed\.speedup\.low"):
+        RunResults.load(tmp_path)
 
 
 def test_a_folder_without_run_json_is_not_a_run(tmp_path: Path):

@@ -1,0 +1,55 @@
+"""Judge a finished run against expected_logs/: every rule, every failure with evidence, and
+both modes' speed figures with their intervals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprokit.errors import KitError
+from reprokit.judge import checks
+from reprokit.judge import rules as ruleslib
+from reprokit.judge.logs import LogRecord, parse_log, step_fields
+from reprokit.judge.speedup import RunSpeed, run_speed
+from reprokit.judge.verdict import Judgement, Summary, Verdict
+from reprokit.names import EVAL_RULES, MAIN_ROLE, eval_log, trainer_log
+from reprokit.runs import RunInfo
+
+
+def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Judgement:
+    """Check both modes' trainer logs and their eval logs (where the run has them), then compare
+    their speeds; ``run`` is the run's run.json as prepared (read from the folder when not given,
+    as `compare-logs` does). The eval rules are ``eval_rules.yaml`` beside ``rules_path``."""
+    run = run or RunInfo.load(run_dir)
+    rules = ruleslib.load_rules(rules_path)
+    eval_rules = ruleslib.load_rules(rules_path.parent / EVAL_RULES)
+    verdicts: list[Verdict] = []
+    records: dict[str, list[LogRecord]] = {}
+    for mode in run.modes:
+        path = trainer_log(run_dir, mode)
+        records[mode] = parse_log(path, MAIN_ROLE[mode]) if path.is_file() else []
+        context = ruleslib.run_context(mode, run.steps, run.workers)
+        verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
+                                      sources=[path], program=run.program)
+        evaluated = eval_log(run_dir, mode)
+        if evaluated.is_file():
+            verdicts += checks.check_logs(mode, parse_log(evaluated, "eval"), eval_rules, context, {"format", "run"},
+                                          sources=[evaluated], program=run.program)
+    speed: RunSpeed | None = None
+    error = ""
+    if {"standalone", "cluster"} <= set(records):
+        try:
+            speed = run_speed(step_fields(records["standalone"]), step_fields(records["cluster"]), run.workers)
+        except KitError as exc:
+            error = str(exc)
+    return Judgement(verdicts, checks.summarize(verdicts), records, speed, error)
+
+
+def judge_article(article_dir: Path, rules_path: Path, workers: int = 2) -> Summary:
+    """The article's own excerpts must pass every format rule: the rules describe real logs."""
+    rules = ruleslib.load_rules(rules_path)
+    verdicts = []
+    for mode, name in (("standalone", "standalone.log"), ("cluster", "cluster.log")):
+        path = article_dir / name
+        verdicts += checks.check_logs(mode, parse_log(path, mode), rules,
+                                      ruleslib.article_context(mode, workers), {"format"}, sources=[path])
+    return checks.summarize(verdicts)

@@ -1,0 +1,55 @@
+"""The one road to a run: everything a run needs, made in one place before anything starts.
+
+Every task that makes runs (reproduce, standalone, client, stack-file, bench, sweep) calls
+:func:`prepare` with its checked options. It checks the CPU layout, applies the patches, builds
+the request-id fix, and only then makes the run folder and writes run.json, so that a bad
+option, a drifted upstream or a corrupt patch leaves no half-made folder behind. What it
+returns is all the run needs: nothing is read back from disk.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from reprokit.options import Options
+from reprokit.run import request_ids
+from reprokit.run.cluster import CpuLayout, make_layout
+from reprokit.run.request_ids import RequestIdFix
+from reprokit.runs import RUN_KINDS, RunInfo, new_run_dir
+from reprokit.settings import Settings
+from reprokit.sources import workspace
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A run folder with its run.json, the patched sources, the fix, and the CPU layout."""
+
+    run_dir: Path
+    info: RunInfo
+    sources: Path
+    fix: RequestIdFix
+    layout: CpuLayout
+    lines: tuple[str, ...]  # what preparing did, for the prepare stage's log
+
+
+def prepare(settings: Settings, options: Options, kind: str = "run") -> Prepared:
+    """Check the layout, apply the patches, build the fix, then make the run folder (``kind``:
+    a run, which `compare-logs` and `report` find, or a bench, sweep or network folder)."""
+    if kind not in RUN_KINDS:
+        raise ValueError(f"unknown run kind {kind!r}")
+    started = time.monotonic()
+    layout = make_layout(options.layout, options.workers, explicit=options.cpus)
+    applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, settings.sources_dir)
+    fix = request_ids.build(settings.build_dir, settings.request_id_fix)
+    run_dir = new_run_dir(settings.runs_dir, options.run_id).resolve()
+    info = RunInfo(options.steps, options.workers, list(options.modes), options.program, options.tuning.name,
+                   layout.name, layout.cpus, options.data_source, datetime.now().isoformat(timespec="seconds"),
+                   kind)
+    info.save(run_dir)
+    lines = (f"patched sources in {applied.out_dir}: " + ("already applied" if applied.already_applied else "applied"),
+             f"request-id fix: {fix.summary}",
+             f"run folder {run_dir} and its run.json, in {time.monotonic() - started:.1f} s")
+    return Prepared(run_dir, info, settings.sources_dir.resolve(), fix, layout, lines)
