@@ -230,13 +230,12 @@ def _report(stages: Stages, settings: Settings, options: Options, backend: Backe
     The files are written once the stage has closed, so that its own record says how it ended."""
     try:
         with stages.stage("report") as say:
-            facts = {key: str(value) for key, value in backend.facts().items() if value not in (None, "")}
             judgement = result.judgement
             result.results = RunResults(
                 verdict="PASS" if result.passed else "FAIL",
                 error=result.error or (judgement.speed_error if judgement else ""),
                 finished=datetime.now().isoformat(timespec="seconds"),
-                tuning=options.tuning, backend=facts, exposure=result.exposure, data=data_facts(data),
+                tuning=options.tuning, backend=backend.facts(), exposure=result.exposure, data=data_facts(data),
                 machine=machine_facts(), checksums=checksums(settings),
                 speed=judgement.speed if judgement else None, article=ArticleFigures(),
                 modes=mode_results(options.modes, judgement, outcomes, result.evaluations),

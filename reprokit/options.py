@@ -145,6 +145,7 @@ class BenchOptions:
     repetitions: int
     loss_steps: int
     isolation: str
+    variants_each_repetition: bool  # the ablation's changes alone in every repetition, or once
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ class BenchRequest:
         return BenchOptions(options, whole_number(self.repetitions if self.repetitions is not None
                                                   else s.bench_repetitions, "repetitions"),
                             whole_number(self.loss_steps if self.loss_steps is not None else s.bench_loss_steps,
-                                         "loss-steps", minimum=0), isolation)
+                                         "loss-steps", minimum=0), isolation, s.bench_ablation_each_repetition)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ class Settings:
     bench_repetitions: int
     bench_steps: int
     bench_loss_steps: int
+    bench_ablation_each_repetition: bool
     sweep_steps: int
     sweep_workers: str
     network_workers: int

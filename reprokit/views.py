@@ -193,6 +193,7 @@ def bench(out: Out, s: Settings, request: optionslib.BenchRequest) -> BenchResul
         f"its program's standalone (1 CPU) and its cluster (spread), {asked.options.steps} steps a run")
     out(f"servers listen on: {backend.exposure(backend.cluster(2)).where}")
     results = run_bench(s, backend, asked.options, repetitions=asked.repetitions, echo=out,
+                        variants_each_repetition=asked.variants_each_repetition,
                         loss_steps=asked.loss_steps)
     _show(out, results, bench_lines(results), plot_bench(results, Path(results.folder) / "bench.png"))
     return results

@@ -41,7 +41,7 @@ from tests.support.processes import alive, log_has, processes_mentioning, wait_f
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
 
-STAGES = ["prepare", "data", "standalone", "cluster", "check", "teardown", "report"]
+STAGES = ["prepare", "data", "standalone", "cluster", "eval", "check", "teardown", "report"]
 
 
 def options(run_id: str, modes: tuple[str, ...] = ("standalone", "cluster")) -> Options:
@@ -78,7 +78,7 @@ def test_a_short_reproduction_passes_every_rule(finished: Finished):
     judgement = judge_run(result.run_dir, RULES)
     assert judgement.passed, "\n".join(judgement.summary.lines)
     assert "PASS" == judgement.summary.lines[-1]
-    assert judgement.speed is not None and judgement.speed.cluster_rate > 0
+    assert judgement.speed is not None and judgement.speed.cluster.value > 0
 
 
 @pytest.mark.slow
@@ -139,13 +139,31 @@ def test_the_cluster_ran_in_a_private_network_namespace_when_there_is_one(finish
 
 @pytest.mark.slow
 def test_every_stage_ran_in_order_with_its_own_log(finished: Finished):
-    """prepare, data, standalone, cluster, check, teardown, report; each has a log that opens with its name."""
+    """prepare, data, standalone, cluster, eval, check, teardown, report; each has a log that opens with its name;
+    the report's own record says how it ended (it is written once the stage has closed)."""
     result = finished.result
     assert STAGES == [s.name for s in result.stages]
     assert all("ok" == s.status for s in result.stages), [(s.name, s.status, s.error) for s in result.stages]
     for stage in result.stages:
         assert (result.run_dir / stage.log).read_text().split(" ", 1)[1].startswith(f"== {stage.name}")
-    assert "nothing left running" in (result.run_dir / result.stages[5].log).read_text()
+    assert "nothing left running" in (result.run_dir / result.stages[6].log).read_text()
+    recorded = json.loads((result.run_dir / RESULTS).read_text())["stages"]
+    assert [(name, "ok") for name in STAGES] == [(s["name"], s["status"]) for s in recorded]
+
+
+@pytest.mark.slow
+def test_each_mode_is_evaluated_above_chance_and_the_verdict_has_three_parts(finished: Finished):
+    """precision @ 1 of each mode's checkpoint with its interval; logs, claim and learning judged."""
+    result = finished.result
+    for mode in ("standalone", "cluster"):
+        e = result.evaluations[mode]
+        assert ("", STEPS - 1) == (e.error, e.step)
+        assert e.low is not None and e.low > 0.10 and e.low <= (e.precision or 0) <= (e.high or 0)
+    assert ["logs:", "claim:", "learning:"] == [line.split()[0] for line in result.verdict_lines]
+    # 21 steps log three step rates in all, two after warm-up: too few to judge the claim.
+    assert result.claim is not None and "INCONCLUSIVE" == result.claim.status
+    assert result.learning is not None and result.learning.status in ("SAME", "DIFFERENT", "INCONCLUSIVE")
+    assert all(line in finished.said for line in result.verdict_lines)  # the check stage said them
 
 
 @pytest.mark.slow

@@ -213,7 +213,7 @@ def _overheads(bench: Bench, reps: Sequence[Repetition]) -> Overheads:
 
 def run_bench(settings: Settings, backend: Backend, options: Options, *, repetitions: int, echo: Echo,
               rows: tuple[Row, ...] = ROWS, loss_steps: int = 0,
-              variants_each_repetition: bool = True) -> BenchResults:
+              variants_each_repetition: bool) -> BenchResults:
     """Every row `repetitions` times, alternating, with the ablation's changes each alone in
     every repetition (or once after them, if not ``variants_each_repetition``), then the extra
     measurements; bench.json is written in the bench's folder."""

@@ -44,7 +44,7 @@ def bench_options(workers: int = 2) -> Options:
 def bench_results(kit_inputs: KitInputs, tmp_path_factory: pytest.TempPathFactory) -> BenchResults:
     runs = tmp_path_factory.mktemp("bench-runs")
     return run_bench(kit_settings(runs, kit_inputs), LocalBackend("auto"), bench_options(),
-                     repetitions=1, echo=lambda line: None)
+                     repetitions=1, echo=lambda line: None, variants_each_repetition=True)
 
 
 @pytest.mark.slow

@@ -197,7 +197,7 @@ def test_ps_workers_and_client_started_by_hand_on_three_hosts_train_together(cli
     done = subprocess.run([*netns.unshare_prefix(), PY, "-c", BY_HAND, str(cli_kit)], cwd=cli_kit, env=env,
                           capture_output=True, text=True, timeout=840)
     assert 0 == done.returncode, done.stdout[-3000:] + done.stderr[-3000:]
-    assert done.stdout.rstrip().endswith("PASS")
+    assert "\nlogs:     PASS  (" in done.stdout  # the client's run: the three-part verdict's first line
     assert "client: session on grpc://10.231.0.10:2222" in done.stdout
     (run,) = [p for p in (cli_kit / "runs").iterdir() if (p / "run.json").is_file()]
     assert ["cluster"] == json.loads((run / "run.json").read_text())["modes"]
@@ -217,7 +217,7 @@ def test_a_short_reproduction_on_simulated_hosts_passes_and_reports_addresses_li
     options = Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id="hosts")
     result = reproduce(settings, options, HostsBackend("1gbit"), lambda line: None)
     assert result.passed, result.error
-    network = result.results.modes["cluster"]["outcome"]["network"]
+    network = result.results.modes["cluster"].outcome.network
     assert "1gbit" == network["link"]
     assert {"ps": "10.231.0.10", "worker0": "10.231.0.11", "worker1": "10.231.0.12", "client": "10.231.0.13"} == \
         {role: row["address"] for role, row in network["hosts"].items()}

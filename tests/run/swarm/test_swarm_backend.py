@@ -61,7 +61,7 @@ def test_a_short_reproduction_as_swarm_stacks_passes_and_leaves_nothing(settings
     services = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]
     assert ["tf_paramserver", "tf_worker_1", "tf_worker_2", "tf_client"] == list(services)
     assert "--wait-for" in services["tf_client"]["command"]
-    codes = result.results.modes["cluster"]["outcome"]["exit_codes"]
+    codes = result.results.modes["cluster"].outcome.exit_codes
     assert 0 == codes["client"]
     # The servers were stopped by the teardown, which removes their services: Swarm keeps no exit code.
     assert {"ps": None, "worker0": None, "worker1": None} == {r: codes[r] for r in ("ps", "worker0", "worker1")}
