@@ -185,7 +185,8 @@ def _evaluate(mode: str, run_dir: Path, sources: Path, data: DataResult, workers
     found = evaluate(sys.executable, sources, train_dir(run_dir, mode), eval_dir(run_dir, mode),
                      data.data_dir, test, eval_log(run_dir, mode), say, mode=mode)
     towers = workers if mode == "cluster" else 1
-    seen = (found.step or 0) * BATCH * towers
+    # The checkpoint of step N (0-based) holds N + 1 steps of training, each of BATCH per tower.
+    seen = 0 if found.step is None else (found.step + 1) * BATCH * towers
     say(f"{mode}: " + (found.error or f"precision @ 1 = {found.precision:.3f} (95% CI {found.low:.3f}-{found.high:.3f},"
                        f" {found.correct} of {found.counted}) at step {found.step}, after {seen:,} examples"))
     return Evaluation(found.step, found.precision, found.correct or 0, found.counted, found.low, found.high, seen,

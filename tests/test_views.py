@@ -62,11 +62,11 @@ def test_the_end_of_a_run_shows_table_threads_report_and_the_three_part_verdict(
     lines: list[str] = []
     result = views.finish(lines.append, finished(run, Exposure("the run's namespace", beyond_run=False)))
     assert result.passed
-    assert "| speed-up (cluster / standalone) | 1.74x | 1.71x (1.15-1.90) |" in lines
+    assert "| speed-up (cluster / standalone) | 1.74x | 1.76x (1.75-1.84) |" in lines
     assert "- cluster: no input thread died" in lines
     assert [f"run folder: {run}", f"report: {run / 'report.md'}"] == [lines[0], lines[-4]]
-    assert ["logs:     PASS  (32 rules, 0 failed)", "claim:    INCONCLUSIVE", "learning: DIFFERENT"] == \
-        [lines[-3], lines[-2][:len("claim:    INCONCLUSIVE")], lines[-1][:len("learning: DIFFERENT")]]
+    assert ["logs:     PASS  (32 rules, 0 failed)", "claim:    REPRODUCED", "learning: SAME"] == \
+        [lines[-3], lines[-2][:len("claim:    REPRODUCED")], lines[-1][:len("learning: SAME")]]
 
 
 def test_a_failed_run_ends_in_fail_after_saying_its_servers_were_exposed(tmp_path: Path):

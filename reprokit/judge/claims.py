@@ -72,9 +72,9 @@ class ClaimVerdict:
 
 @dataclass(frozen=True)
 class Precision:
-    """One mode's evaluation: precision @ 1 = correct / counted on the test set, taken after
-    ``step`` training steps, which showed the model ``examples_seen`` examples (step x 128 x
-    towers)."""
+    """One mode's evaluation: precision @ 1 = correct / counted on the test set, of the
+    checkpoint of ``step`` (0-based: step + 1 steps trained), which showed the model
+    ``examples_seen`` examples ((step + 1) x 128 x towers)."""
 
     precision: float
     correct: int
@@ -253,7 +253,7 @@ def judge_learning(claim: LearningClaim, standalone: Precision | None, cluster: 
         status, reason = "SAME", f"{difference} lies within +/-{claim.margin:.2f} and both modes beat chance"
     else:
         status, reason = "INCONCLUSIVE", f"{difference} straddles the margin +/-{claim.margin:.2f}"
-    per_step = f" (a cluster step has {cluster.examples_seen // cluster.step} examples)" if cluster.step else ""
+    per_step = f" (a cluster step has {cluster.examples_seen // (cluster.step + 1)} examples)"
     gap = cluster.correct / cluster.counted - standalone.correct / standalone.counted
     line = (f"{status}  precision @ 1 at the end of each mode's run: standalone {_precision_text(standalone)}, "
             f"cluster {_precision_text(cluster)}{per_step}; difference {gap:+.3f}"

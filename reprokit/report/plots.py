@@ -26,7 +26,8 @@ def speed_plot(results: RunResults, path: Path) -> Path | None:
     title = "examples/sec per logged step"
     if results.speed:
         up = results.speed.speedup
-        title += (f": speed-up {up.value:.2f}x (95% CI {up.low:.2f}-{up.high:.2f}) here"
+        # Two lines: the figure with its interval does not fit beside the title on one.
+        title += (f"\nspeed-up {up.value:.2f}x (95% CI {up.low:.2f}-{up.high:.2f}) here"
                   f" vs {art.speedup:.2f}x in the article")
     ax.set(title=title, xlabel="step", ylabel="examples/sec")
     ax.set_yscale("log")

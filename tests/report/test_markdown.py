@@ -23,8 +23,8 @@ def sample(name: str) -> tuple[RunInfo, RunResults]:
 def test_the_speed_table_puts_the_run_beside_the_article_each_figure_with_its_interval():
     info, results = sample("lesson-quick")
     table = speed_table(info, results)
-    assert "| speed-up (cluster / standalone) | 1.74x | 1.71x (1.15-1.90) |" in table
-    assert "| cluster examples/sec (1 ps + 2 workers) | 170.0 | 1083.5 (728.1-1152.1) |" in table
+    assert "| speed-up (cluster / standalone) | 1.74x | 1.76x (1.75-1.84) |" in table
+    assert "| cluster examples/sec (1 ps + 2 workers) | 170.0 | 1425.0 (1418.2-1455.5) |" in table
     assert table[0].endswith("(within one repetition (bootstrap of steps); 5 and 5 step rates) |")
 
 
@@ -32,10 +32,11 @@ def test_the_report_opens_with_the_three_part_verdict_and_why():
     info, results = sample("lesson-quick")
     text = markdown(RUNS / "lesson-quick", info, results, PLOT)
     assert text.startswith("# Reproduction report: PASS\n\n```\nlogs:     PASS  (32 rules, 0 failed)\n"
-                           "claim:    INCONCLUSIVE  speed-up 1.71x (95% CI 1.15-1.90, n=1, 10 step rates)")
-    assert "- **speedup: INCONCLUSIVE**: the interval (within one repetition (bootstrap of steps)) 1.15-1.90" \
-           " straddles the band's lower bound 1.56; more repetitions would narrow it." in text
-    assert "| cluster | 50 | 12,800 | 0.847 (0.840-0.854) | 8565 of 10112 | eval_cluster.log |" in text
+                           "claim:    REPRODUCED  speed-up 1.76x (95% CI 1.75-1.84, n=1, 10 step rates)")
+    assert "- **speedup: REPRODUCED**: the interval (within one repetition (bootstrap of steps)) 1.75-1.84" \
+           " lies inside the band; from 1 repetition the interval covers the steps within the runs, not" \
+           " run-to-run drift." in text
+    assert "| cluster | 50 | 13,056 | 0.890 (0.884-0.896) | 9000 of 10112 | eval_cluster.log |" in text
 
 
 def test_the_report_shows_verdict_rules_threads_and_how_it_ran():

@@ -26,8 +26,8 @@ def test_results_read_back_as_a_dataclass_of_this_format(tmp_path: Path):
     results = RunResults.load(RUNS / "lesson-quick")
     assert (FORMAT_VERSION, "PASS") == (results.format_version, results.verdict)
     assert results.speed is not None and results.claim is not None
-    assert (1.71, "INCONCLUSIVE") == (round(results.speed.speedup.value, 2), results.claim.status)
-    assert 0.847 == results.modes["cluster"].evaluation.precision
+    assert (1.76, "REPRODUCED") == (round(results.speed.speedup.value, 2), results.claim.status)
+    assert 0.890 == results.modes["cluster"].evaluation.precision
     results.save(tmp_path)
     assert results == RunResults.load(tmp_path)
 
