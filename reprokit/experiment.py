@@ -24,7 +24,7 @@ from reprokit.judge.claims import (
     load_claims,
     three_part_lines,
 )
-from reprokit.judge.evaluation import evaluate
+from reprokit.judge.evaluation import BATCH_SIZE, evaluate
 from reprokit.judge.judgement import judge_run
 from reprokit.judge.verdict import Judgement
 from reprokit.names import MAIN_ROLE, PLOT, REPORT, RESULTS, STANDALONE, eval_dir, eval_log, train_dir
@@ -175,9 +175,6 @@ def _teardown(stages: Stages, backend: Backend, outcomes: dict[str, Outcome], re
             result.error = "teardown left things running: " + ", ".join(left)
 
 
-BATCH = 128  # the tutorial's batch_size: examples per tower per step
-
-
 def _evaluate(mode: str, run_dir: Path, sources: Path, data: DataResult, workers: int, say: Echo) -> Evaluation:
     """precision @ 1 of the mode's last checkpoint on test_batch.bin, the tutorial's way (run on
     this machine, whatever the backend: the checkpoints are in the run folder)."""
@@ -185,8 +182,8 @@ def _evaluate(mode: str, run_dir: Path, sources: Path, data: DataResult, workers
     found = evaluate(sys.executable, sources, train_dir(run_dir, mode), eval_dir(run_dir, mode),
                      data.data_dir, test, eval_log(run_dir, mode), say, mode=mode)
     towers = workers if mode == "cluster" else 1
-    # The checkpoint of step N (0-based) holds N + 1 steps of training, each of BATCH per tower.
-    seen = 0 if found.step is None else (found.step + 1) * BATCH * towers
+    # The checkpoint of step N (0-based) holds N + 1 steps of training, each of a batch per tower.
+    seen = 0 if found.step is None else (found.step + 1) * BATCH_SIZE * towers
     say(f"{mode}: " + (found.error or f"precision @ 1 = {found.precision:.3f} (95% CI {found.low:.3f}-{found.high:.3f},"
                        f" {found.correct} of {found.counted}) at step {found.step}, after {seen:,} examples"))
     return Evaluation(found.step, found.precision, found.correct or 0, found.counted, found.low, found.high, seen,

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from reprokit.bench.results import NetworkPoint, NetworkProgram, NetworkResults, Prediction, rate_of, speedup_of
 from reprokit.bench.runs import Bench
 from reprokit.commands import Echo
+from reprokit.judge.evaluation import BATCH_SIZE
 from reprokit.judge.intervals import METHOD
 from reprokit.judge.speed import WARMUP_RULE
 from reprokit.options import Options
@@ -24,7 +25,6 @@ from reprokit.run.backends import Backend
 from reprokit.run.links import Link
 from reprokit.settings import Settings
 
-BATCH = 128  # the tutorial's batch_size: examples per worker per step
 
 
 def _count(value: object) -> int:
@@ -48,7 +48,7 @@ def predict(points: list[NetworkPoint], standalone_rate: float | None, workers: 
     load = busiest(base.cluster.network) if base else None
     if base is None or base.rate is None or load is None:
         return Prediction(why_not="no unshaped run with bytes per step to predict from (add `none` to --link)")
-    examples = BATCH * workers
+    examples = BATCH_SIZE * workers  # examples per cluster step: a batch per worker
     step_s = examples / base.rate.value
     host, bytes_per_step = load
 

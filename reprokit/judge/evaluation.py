@@ -21,13 +21,13 @@ from pathlib import Path
 from reprokit.commands import Echo, attempt, shown, silent
 from reprokit.errors import KitError
 from reprokit.judge.checks import check_logs, summarize
+from reprokit.judge.claims import wilson
 from reprokit.judge.logs import parse_log
 from reprokit.judge.rules import load_rules
 from reprokit.judge.verdict import Summary
 
 EVAL_PROGRAM = "cifar10_eval.py"
 BATCH_SIZE = 128  # cifar10.py's --batch_size default: the eval counts whole batches of it
-Z_95 = 1.959964  # the standard normal's 0.975 quantile: a two-sided 95% interval
 CHANCE = 0.1  # ten classes, guessed
 CHECKPOINT_STATE = "checkpoint"  # the file tf.train.Saver keeps beside model.ckpt-<step>
 EVAL_SCOPES = {"format", "run"}
@@ -98,21 +98,6 @@ def counted_examples(num_examples: int, batch_size: int = BATCH_SIZE) -> int:
     return math.ceil(num_examples / batch_size) * batch_size
 
 
-def wilson_interval(successes: int, trials: int, z: float = Z_95) -> tuple[float, float]:
-    """The Wilson score interval of a binomial proportion (95% with the default ``z``).
-
-    Unlike p +/- z*sqrt(p(1-p)/n) it stays inside [0, 1] and does not shrink to a point at
-    p = 0 or p = 1, which matters for small eval sets."""
-    if trials < 1 or not 0 <= successes <= trials:
-        raise ValueError(f"need 0 <= successes <= trials and trials >= 1, got {successes} of {trials}")
-    p = successes / trials
-    z2 = z * z
-    denominator = 1 + z2 / trials
-    centre = (p + z2 / (2 * trials)) / denominator
-    half = z * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def step_of(checkpoint_path: str) -> int | None:
     """The global step in a checkpoint's name: ``.../model.ckpt-999`` -> 999."""
     match = _STEP_IN_NAME.search(checkpoint_path.rstrip("/"))
@@ -161,7 +146,7 @@ def parse_eval_log(text: str, num_examples: int, *, mode: str, log: Path,
         return EvalResult(mode, step, None, None, counted, None, None, log,
                           f"precision {precision} is not a proportion; see {log}")
     correct = round(precision * counted)
-    low, high = wilson_interval(correct, counted)
+    low, high = wilson(correct, counted)
     return EvalResult(mode, step, precision, correct, counted, low, high, log)
 
 

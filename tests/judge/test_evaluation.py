@@ -23,8 +23,8 @@ from reprokit.judge.evaluation import (
     parse_eval_log,
     require_checkpoint,
     step_of,
-    wilson_interval,
 )
+from reprokit.judge.claims import ClaimsError, wilson
 from reprokit.names import MODES
 from tests.support import REPO, SAMPLES
 from tests.support.kit import RECORDS, STEPS, KitInputs
@@ -83,7 +83,7 @@ def test_two_precision_lines_fail_the_once_rule_with_both_as_evidence(tmp_path: 
 def test_the_real_log_gives_precision_count_step_and_interval() -> None:
     """0.633 of 256 counted (2 batches of 128 for 200 records) is 162 right, at step 20."""
     result = parse_eval_log(GOOD.read_text(), 200, mode="standalone", log=GOOD)
-    low, high = wilson_interval(162, 256)
+    low, high = wilson(162, 256)
     assert EvalResult("standalone", 20, 0.633, 162, 256, low, high, GOOD) == result
     assert (True, True) == (result.ok, result.above_chance)
 
@@ -124,20 +124,20 @@ def test_the_eval_counts_whole_batches_of_128(examples: int, counted: int) -> No
 
 def test_the_wilson_interval_of_8_in_10_is_the_hand_computed_one() -> None:
     """p = 0.8, n = 10, z = 1.959964: centre 0.99207/1.38415 = 0.71674, half 0.31361/1.38415 = 0.22658."""
-    assert (0.4902, 0.9433) == pytest.approx(wilson_interval(8, 10), abs=1e-4)
+    assert (0.4902, 0.9433) == pytest.approx(wilson(8, 10), abs=1e-4)
 
 
 def test_the_wilson_interval_never_collapses_at_zero_or_all() -> None:
     """0 of 10 gives [0, z^2/(n+z^2)] = [0, 3.84146/13.84146] = [0, 0.27753]; 10 of 10 mirrors it."""
-    assert (0.0, 0.27753) == pytest.approx(wilson_interval(0, 10), abs=1e-5)
-    assert (1 - 0.27753, 1.0) == pytest.approx(wilson_interval(10, 10), abs=1e-5)
+    assert (0.0, 0.27753) == pytest.approx(wilson(0, 10), abs=1e-5)
+    assert (1 - 0.27753, 1.0) == pytest.approx(wilson(10, 10), abs=1e-5)
 
 
 @pytest.mark.parametrize(("successes", "trials"), [(0, 0), (11, 10), (-1, 10)])
 def test_the_wilson_interval_refuses_impossible_counts(successes: int, trials: int) -> None:
-    """No trials, or more successes than trials, or fewer than none: a ValueError."""
-    with pytest.raises(ValueError, match="need 0 <= successes <= trials"):
-        wilson_interval(successes, trials)
+    """No trials, or more successes than trials, or fewer than none: an error, not an interval."""
+    with pytest.raises(ClaimsError, match="a proportion needs 0 <= correct <= counted"):
+        wilson(successes, trials)
 
 
 # --- the command line and the checkpoint -----------------------------------------------------
