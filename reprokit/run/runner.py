@@ -210,6 +210,9 @@ class Runner:
                 raise _Died(role.name, f"before {role.address} became reachable")
             self._check_pumps()
             seen = handle.unreachable()
+            # A server that exits while it is probed is not serving, whatever the probe saw.
+            if handle.returncode() is not None:
+                raise _Died(role.name, f"before {role.address} became reachable")
             if not seen:
                 self.mark(f"{role.name}_reachable")
                 return
