@@ -23,8 +23,8 @@ from reprokit.errors import KitError
 from reprokit.judge.checks import check_logs, summarize
 from reprokit.judge.claims import wilson
 from reprokit.judge.logs import parse_log
-from reprokit.judge.rules import load_rules
-from reprokit.judge.verdict import Summary
+from reprokit.judge.rules import Rule, load_rules
+from reprokit.judge.verdict import Summary, Verdict
 
 EVAL_PROGRAM = "cifar10_eval.py"
 BATCH_SIZE = 128  # cifar10.py's --batch_size default: the eval counts whole batches of it
@@ -150,11 +150,15 @@ def parse_eval_log(text: str, num_examples: int, *, mode: str, log: Path,
     return EvalResult(mode, step, precision, correct, counted, low, high, log)
 
 
+def eval_verdicts(log: Path, mode: str, rules: list[Rule]) -> list[Verdict]:
+    """An eval log checked against the eval rules under ``mode``: a verdict per rule. The run's
+    judgement adds these to its trainers' verdicts."""
+    return check_logs(mode, parse_log(log, "eval"), rules, {}, EVAL_SCOPES, sources=[log])
+
+
 def judge_eval_log(log: Path, mode: str, rules_path: Path) -> Summary:
     """Check an eval log against ``expected_logs/eval_rules.yaml`` under ``mode``; PASS or FAIL."""
-    records = parse_log(log, "eval")
-    verdicts = check_logs(mode, records, load_rules(rules_path), {}, EVAL_SCOPES, sources=[log])
-    return summarize(verdicts)
+    return summarize(eval_verdicts(log, mode, load_rules(rules_path)))
 
 
 def evaluate(python: str, sources: Path, checkpoint_dir: Path, eval_dir: Path, data_dir: Path,

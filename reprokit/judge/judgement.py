@@ -8,6 +8,7 @@ from pathlib import Path
 from reprokit.errors import KitError
 from reprokit.judge import checks
 from reprokit.judge import rules as ruleslib
+from reprokit.judge.evaluation import eval_verdicts
 from reprokit.judge.logs import LogRecord, parse_log, step_fields
 from reprokit.judge.speedup import RunSpeed, run_speed
 from reprokit.judge.verdict import Judgement, Summary, Verdict
@@ -32,8 +33,7 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
                                       sources=[path], program=run.program)
         evaluated = eval_log(run_dir, mode)
         if evaluated.is_file():
-            verdicts += checks.check_logs(mode, parse_log(evaluated, "eval"), eval_rules, context, {"format", "run"},
-                                          sources=[evaluated], program=run.program)
+            verdicts += eval_verdicts(evaluated, mode, eval_rules)
     speed: RunSpeed | None = None
     error = ""
     if {"standalone", "cluster"} <= set(records):
