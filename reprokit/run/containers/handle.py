@@ -21,6 +21,7 @@ from reprokit.errors import DockerError
 from reprokit.names import log_path
 from reprokit.run.containers.engine_json import ContainerState, ContainerStats
 from reprokit.run.containers.specs import (
+    PROBE_OK,
     Placement,
     container_kwargs,
     docker_run_argv,
@@ -98,7 +99,10 @@ class ContainerHandle:
             code, output = self.container.exec_run(probe_argv(self.python, self.spec.address))
         except SDK_ERRORS as error:
             return str(error)  # stopped meanwhile: the runner's exit check says so
-        return "" if code == 0 else output.decode(errors="replace").strip()  # not streamed: bytes
+        said = output.decode(errors="replace").strip()  # not streamed: bytes
+        if code == 0 and said == PROBE_OK:
+            return ""
+        return said or f"the probe ended with code {code} and no output (did the container stop?)"
 
     def cpu_seconds(self) -> float | None:
         """From one cheap stats read (no two-sample wait); a stopped container reads as 0."""

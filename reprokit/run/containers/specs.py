@@ -22,6 +22,9 @@ ROLE_LABEL = "reprokit.role"
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
 # A self-check from inside the server's own container: its name resolves on the run's network
 # and something listens there. Exit 0 means reachable.
+# It prints PROBE_OK on success: an exec killed because its container died meanwhile can end
+# with no exit code and no output, which must not read as "reachable".
+PROBE_OK = "reachable"
 PROBE_SCRIPT = (
     "import socket, sys\n"
     "try:\n"
@@ -29,6 +32,7 @@ PROBE_SCRIPT = (
     "except OSError as error:\n"
     "    print(error)\n"
     "    sys.exit(1)\n"
+    f"print({PROBE_OK!r})\n"
 )
 
 

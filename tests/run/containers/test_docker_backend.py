@@ -27,10 +27,12 @@ from reprokit.experiment import reproduce
 from reprokit.options import Options
 from reprokit.run.containers.backend import DockerBackend
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
+from reprokit.run.containers.handle import ContainerHandle
 from reprokit.run.containers.image import ImageInfo, default_image
 from reprokit.run.containers.mounts import same_path_mounts
 from reprokit.run.containers.owners import boot_id, owner_token
 from reprokit.run.containers.specs import (
+    PROBE_OK,
     Placement,
     container_kwargs,
     docker_cluster,
@@ -138,6 +140,38 @@ def test_network_names_are_made_safe_for_docker():
 def test_the_probe_connects_to_the_roles_own_address():
     argv = probe_argv("python3", "tf_worker_1:2222")
     assert (["python3", "-c"], ["tf_worker_1", "2222"]) == (argv[:2], argv[3:])
+
+
+def test_the_probe_says_reachable_only_for_a_listening_port():
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        served = subprocess.run(probe_argv(sys.executable, f"127.0.0.1:{port}"), capture_output=True, text=True)
+    closed = subprocess.run(probe_argv(sys.executable, f"127.0.0.1:{port}"), capture_output=True, text=True)
+    assert (0, PROBE_OK) == (served.returncode, served.stdout.strip())
+    assert 1 == closed.returncode and PROBE_OK not in closed.stdout
+
+
+class _ExecEndsWith:
+    """A container whose probe exec ends as given: docker reports (None, b"") for an exec killed
+    because its container stopped meanwhile."""
+
+    def __init__(self, code: int | None, output: bytes) -> None:
+        self.result = (code, output)
+
+    def exec_run(self, argv: list[str]) -> tuple[int | None, bytes]:
+        return self.result
+
+
+@pytest.mark.parametrize("code, output", [(None, b""), (0, b""), (137, b"")])
+def test_a_probe_killed_with_its_container_is_not_reachable(code, output):
+    handle = ContainerHandle.__new__(ContainerHandle)
+    handle.spec, handle.python = _ps(), "python3"
+    handle.container = _ExecEndsWith(code, output)  # type: ignore[assignment]
+    assert "no output" in handle.unreachable()
+    handle.container = _ExecEndsWith(0, PROBE_OK.encode() + b"\n")  # type: ignore[assignment]
+    assert "" == handle.unreachable()
 
 
 def test_the_engines_utc_nanosecond_time_becomes_local_microseconds():
