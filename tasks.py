@@ -168,8 +168,8 @@ def report(c, run="latest"):
     _run(views.report, c, run)
 
 
-@task(help={"repetitions": "repetitions of every row, alternating order (default: bench_repetitions, 3)",
-            "steps": "steps per run (default: bench_steps, 81)", "source": "data source, as for `invoke data`",
+@task(help={"repetitions": "repetitions of every row, alternating order (default: bench_repetitions in invoke.yaml)",
+            "steps": "steps per run (default: bench_steps in invoke.yaml)", "source": "data source, as for `invoke data`",
             "isolation": "auto | netns | none, as for reproduce",
             "loss_steps": "also run both programs' clusters this long and put their last losses side by side "
                           "(e.g. 1000; default 0: off)"})
@@ -179,7 +179,7 @@ def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_ste
 
 
 @task(help={"workers": "comma-separated worker counts (default 1,2,4; with --link one count, default 2)",
-            "steps": "steps per run (default: sweep_steps, 61)", "tuning": "kit settings profile",
+            "steps": "steps per run (default: sweep_steps in invoke.yaml)", "tuning": "kit settings profile",
             "source": "data source", "isolation": "auto | netns | none",
             "program": "article, lesson, or all (default all)",
             "link": "the network sweep: link bandwidths, e.g. none,10gbit,1gbit,100mbit (hosts backend)"})
