@@ -27,7 +27,7 @@ from reprokit.judge.claims import (
 from reprokit.judge.evaluation import BATCH_SIZE, evaluate
 from reprokit.judge.judgement import judge_run
 from reprokit.judge.verdict import Judgement
-from reprokit.names import MAIN_ROLE, PLOT, REPORT, RESULTS, STANDALONE, eval_dir, eval_log, train_dir
+from reprokit.names import PLOT, REPORT, RESULTS, STANDALONE, eval_dir, eval_log, train_dir
 from reprokit.options import Options, Request
 from reprokit.prepared import Prepared, prepare
 from reprokit.report import markdown as report
@@ -51,14 +51,16 @@ from reprokit.run.roles import (
     RoleSpec,
     Trainer,
     TrainingArgs,
+    all_reduce_roles,
     cluster_roles,
+    coordinated_roles,
     standalone_role,
 )
 from reprokit.run.runner import Outcome, Progress
 from reprokit.runs import RunInfo
 from reprokit.settings import Settings
 from reprokit.sources import workspace
-from reprokit.sources.programs import PROGRAMS
+from reprokit.sources.programs import ALL_REDUCE, CLUSTER_SHAPES, COORDINATOR, PROGRAMS, SESSION, main_role
 from reprokit.stages import StageRecord, Stages
 
 
@@ -93,7 +95,18 @@ def mode_roles(mode: str, options: Options, layout: CpuLayout, backend: Backend,
     env, server_env = {**tuning.env, **fix.env()}, {**tuning.server_env, **fix.env()}
     if mode == "standalone":
         return [standalone_role(training, trainer, cpus=layout.for_role(STANDALONE), env=env)]
-    return cluster_roles(backend.cluster(options.workers), training, trainer, layout.cpus,
+    shape = CLUSTER_SHAPES[options.program]
+    if shape != SESSION and tuning.client_hosts_ps:
+        raise KitError(f"the {tuning.name!r} settings put the ps inside the client's session, and the "
+                       f"{options.program} program has no session", "run it with --tuning default")
+    cluster = backend.cluster(options.workers)
+    if shape == ALL_REDUCE:
+        return all_reduce_roles(cluster, training, trainer, layout.cpus, env=env)
+    if shape == COORDINATOR:
+        return coordinated_roles(cluster, training, trainer, layout.cpus, role_server=backend.role_server,
+                                 threads=tuning.server_threads, env=env, server_env=server_env,
+                                 client_waits=backend.client_waits)
+    return cluster_roles(cluster, training, trainer, layout.cpus,
                          role_server=backend.role_server, threads=tuning.server_threads, env=env,
                          server_env=server_env, client_hosts_ps=tuning.client_hosts_ps,
                          client_waits=backend.client_waits)
@@ -141,10 +154,10 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
                                    train_dir(run_dir, mode), fix=prepared.fix)
                 for role in roles:
                     say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
-                if any(r.is_server for r in roles):
+                if any(r.listens for r in roles):
                     result.exposure = backend.exposure(backend.cluster(options.workers))
                     say(f"servers listen on: {result.exposure.where}")
-                outcome = backend.run(run_dir, roles, MAIN_ROLE[mode], progress)
+                outcome = backend.run(run_dir, roles, main_role(options.program, mode), progress)
                 outcomes[mode] = outcome
                 if not outcome.ok:
                     raise ClusterError(f"the {mode} run failed: {outcome.message}", f"logs are kept in {run_dir}")

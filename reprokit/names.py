@@ -10,8 +10,6 @@ from pathlib import Path
 
 PS, CLIENT, STANDALONE = "ps", "client", "standalone"
 MODES = ("standalone", "cluster")
-# The role whose log holds a mode's trainer output: the client builds the cluster's graph.
-MAIN_ROLE = {"standalone": STANDALONE, "cluster": CLIENT}
 # The article's container hostnames.
 _HOSTNAMES = {PS: "tf_paramserver", CLIENT: "tf_client", STANDALONE: "tf_standalone"}
 _WORKER = "worker"
@@ -50,17 +48,18 @@ def cluster_roles(workers: int) -> list[str]:
 
 
 def hostname(role: str) -> str:
-    """tf_paramserver, tf_worker_1 (for worker0), ..., as the article names its containers."""
+    """tf_paramserver, tf_worker_1 (for worker0), ..., as the article names its containers;
+    tf_standalone1 for standalone1, a second standalone beside the first (the bench's ceiling)."""
     index = worker_index(role)
-    return f"tf_worker_{index + 1}" if index is not None else _HOSTNAMES[role]
+    if index is not None:
+        return f"tf_worker_{index + 1}"
+    copy = role.removeprefix(STANDALONE)
+    return f"{_HOSTNAMES[STANDALONE]}{copy}" if copy.isdigit() else _HOSTNAMES[role]
 
 
 def log_path(run_dir: str | Path, role: str) -> Path:
     return Path(run_dir) / f"{role}.log"
 
-
-def trainer_log(run_dir: str | Path, mode: str) -> Path:
-    return log_path(run_dir, MAIN_ROLE[mode])
 
 
 # The evaluation of a mode's last checkpoint: its log, its event folder, and the rules for the log.

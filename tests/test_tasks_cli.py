@@ -21,7 +21,8 @@ ROOT = REPO
 TRAINER = "cifar10_multi_gpu_train.py"
 ALL_FILES = "cifar10.py, cifar10_cluster_train.py, cifar10_eval.py, cifar10_input.py, " \
             "cifar10_lesson_cluster_train.py, cifar10_lesson_standalone_train.py, cifar10_multi_gpu_train.py, " \
-            "cifar10_standalone_train.py"
+            "cifar10_standalone_train.py, cifar10_tf2_mirrored_train.py, cifar10_tf2_ps_train.py, " \
+            "cifar10_tf2_standalone_train.py"
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -42,12 +43,12 @@ def _edit_line_50(cli_kit, record_sums) -> None:
     record_sums(cli_kit / "upstream")
 
 def test_verify_passes_on_a_fresh_copy_of_the_kit(cli_kit):
-    """`invoke verify` exits 0, prints ten ok lines and ends in PASS."""
+    """`invoke verify` exits 0, prints an ok line per check and ends in PASS."""
     result = invoke(cli_kit, "verify")
     assert (0, "") == (result.returncode, result.stderr)
     lines = result.stdout.splitlines()
-    assert 17 == sum(l.startswith("ok  ") for l in lines)
-    assert "verify: PASS (0 of 17 checks failed)" == lines[-1]
+    assert 26 == sum(l.startswith("ok  ") for l in lines)
+    assert "verify: PASS (0 of 26 checks failed)" == lines[-1]
     assert not (cli_kit / "build").exists()
 
 
@@ -64,12 +65,12 @@ def test_verify_fails_with_a_fail_line_naming_a_drifted_upstream_file(cli_kit):
 
 def test_verify_fails_naming_hunk_and_line_when_a_context_line_changed(cli_kit, record_sums):
     """An edited (and re-recorded) line 50: both article strict FAIL lines name their hunk 1 and
-    line 50; the lesson's, stacked on them, say their source cannot be made."""
+    line 50; the lesson's and tf2's, stacked on them, say their source cannot be made."""
     _edit_line_50(cli_kit, record_sums)
     result = invoke(cli_kit, "verify")
     assert 1 == result.returncode
-    standalone, cluster, *lesson = [l for l in result.stdout.splitlines() if re.match(r"FAIL\s+strict ", l)]
-    assert 2 == len(lesson) and all("cannot be made" in line for line in lesson)
+    standalone, cluster, *stacked = [l for l in result.stdout.splitlines() if re.match(r"FAIL\s+strict ", l)]
+    assert 5 == len(stacked) and all("cannot be made" in line for line in stacked)
     assert "cifar10_standalone_train.patch: hunk 1 (@@ -48,7 @@) does not match " \
            "cifar10_multi_gpu_train.py at line 50" in standalone
     assert "cifar10_cluster_train.patch: hunk 1 (@@ -44,14 @@) does not match " \
@@ -261,7 +262,10 @@ def test_explain_patches_normal_prints_each_diff_at_the_articles_positions(cli_k
     sections = result.stdout.split("$ diff ")[1:]
     assert [f"upstream/{TRAINER} cifar10_standalone_train.py", f"upstream/{TRAINER} cifar10_cluster_train.py",
             "cifar10_standalone_train.py cifar10_lesson_standalone_train.py",
-            "cifar10_cluster_train.py cifar10_lesson_cluster_train.py"] == [s.splitlines()[0] for s in sections]
+            "cifar10_cluster_train.py cifar10_lesson_cluster_train.py",
+            "cifar10_lesson_standalone_train.py cifar10_tf2_standalone_train.py",
+            "cifar10_lesson_cluster_train.py cifar10_tf2_mirrored_train.py",
+            "cifar10_lesson_cluster_train.py cifar10_tf2_ps_train.py"] == [s.splitlines()[0] for s in sections]
     positions = [[l for l in s.splitlines()[1:] if re.fullmatch(r"\d+(,\d+)?[acd]\d+(,\d+)?", l)] for s in sections]
     assert [["51c51"], ["46a47", "51c52", "53,54c54,55", "124c125", "145,146c146,147", "190,192c191", "204c203",
                         "206c205"]] == positions[:2]  # the article's positions, unchanged by the lesson
@@ -273,7 +277,11 @@ def test_explain_patches_normal_prints_the_same_diff_as_teaching_normal_diff(cli
     pairs = [(f"upstream/{TRAINER}", TRAINER, "cifar10_standalone_train.py"),
              (f"upstream/{TRAINER}", TRAINER, "cifar10_cluster_train.py"),
              ("cifar10_standalone_train.py", "cifar10_standalone_train.py", "cifar10_lesson_standalone_train.py"),
-             ("cifar10_cluster_train.py", "cifar10_cluster_train.py", "cifar10_lesson_cluster_train.py")]
+             ("cifar10_cluster_train.py", "cifar10_cluster_train.py", "cifar10_lesson_cluster_train.py"),
+             ("cifar10_lesson_standalone_train.py", "cifar10_lesson_standalone_train.py",
+              "cifar10_tf2_standalone_train.py"),
+             ("cifar10_lesson_cluster_train.py", "cifar10_lesson_cluster_train.py", "cifar10_tf2_mirrored_train.py"),
+             ("cifar10_lesson_cluster_train.py", "cifar10_lesson_cluster_train.py", "cifar10_tf2_ps_train.py")]
     expected = "".join(
         f"$ diff {shown} {target}\n"
         f"{teaching.normal_diff(files[source].splitlines(), files[target].splitlines())}\n"
@@ -296,3 +304,22 @@ def test_explain_patches_refuses_a_malformed_patch(cli_kit, patch_sample):
     result = invoke(cli_kit, "explain-patches", "--normal")
     assert 1 == result.returncode
     assert "line 21: hunk 1 has a broken header" in result.stderr
+
+
+# invoke bench (the check of its options only: a bench trains)
+
+def test_bench_help_names_its_programs_option_and_invoke_yamls_key(cli_kit):
+    result = invoke(cli_kit, "--help", "bench")
+    assert 0 == result.returncode
+    text = " ".join(result.stdout.split())  # invoke wraps the help at the terminal's width
+    assert "--programs=STRING the rows' programs: article (default and tuned), lesson, tf2-mirrored" in text
+    assert "(default: bench_programs in invoke.yaml)" in text
+
+
+def test_bench_refuses_an_unknown_program_before_anything_runs(cli_kit):
+    """One error line naming the program and the known ones; no run folder is made."""
+    result = invoke(cli_kit, "bench", "--programs", "article,tf3")
+    assert 1 == result.returncode
+    assert "error: unknown --program 'tf3'" in result.stderr
+    assert "article, lesson, tf2-mirrored, tf2-ps" in result.stderr
+    assert not (cli_kit / "runs").exists()

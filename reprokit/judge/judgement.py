@@ -12,8 +12,9 @@ from reprokit.judge.evaluation import eval_verdicts
 from reprokit.judge.logs import LogRecord, parse_log, step_fields
 from reprokit.judge.speedup import RunSpeed, run_speed
 from reprokit.judge.verdict import Judgement, Summary, Verdict
-from reprokit.names import EVAL_RULES, MAIN_ROLE, eval_log, trainer_log
+from reprokit.names import EVAL_RULES, eval_log, log_path
 from reprokit.runs import RunInfo
+from reprokit.sources.programs import main_role
 
 
 def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Judgement:
@@ -26,8 +27,9 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
     verdicts: list[Verdict] = []
     records: dict[str, list[LogRecord]] = {}
     for mode in run.modes:
-        path = trainer_log(run_dir, mode)
-        records[mode] = parse_log(path, MAIN_ROLE[mode]) if path.is_file() else []
+        main = main_role(run.program, mode)
+        path = log_path(run_dir, main)
+        records[mode] = parse_log(path, main) if path.is_file() else []
         context = ruleslib.run_context(mode, run.steps, run.workers)
         verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
                                       sources=[path], program=run.program)

@@ -21,6 +21,7 @@ from reprokit.errors import KitError
 from reprokit.judge.datafile import load_section, vocabulary_hint
 from reprokit.judge.logs import LOG_EVERY
 from reprokit.names import MODES  # re-exported: checks.py reads it from here
+from reprokit.sources.programs import PROGRAMS
 
 SCOPES = ("format", "run")
 FIELDS = ("step", "loss", "examples_per_sec", "sec_per_batch")
@@ -175,8 +176,8 @@ class _Reader:
         if severity not in SEVERITIES:
             self.fail(f"'severity' must be one of {SEVERITIES}, got {severity!r}")
         programs = entry.get("programs", [])
-        if not isinstance(programs, list) or not all(isinstance(p, str) and p.isidentifier() for p in programs):
-            self.fail(f"'programs' must list program names (patches/series: article, lesson), got {programs!r}")
+        if not isinstance(programs, list) or not all(isinstance(p, str) and p in PROGRAMS for p in programs):
+            self.fail(f"'programs' must list program names (patches/series: {', '.join(PROGRAMS)}), got {programs!r}")
         return Rule(name, description.strip(), tuple(modes), scope, self.check(kinds[0], entry), severity,
                     tuple(programs))
 

@@ -19,10 +19,12 @@ LAYOUTS = ("article", "spread")
 
 @dataclass(frozen=True)
 class Cluster:
-    """A ClusterSpec: one ps and N workers, each `host:port`."""
+    """A ClusterSpec: one ps and N workers, each `host:port`; and where the client would listen
+    if it served too (TF_CONFIG's "chief", a coordinator's), None where the cluster gives none."""
 
     ps: str
     workers: tuple[str, ...]
+    chief: str | None = None
 
     @property
     def spec(self) -> dict[str, list[str]]:
@@ -42,10 +44,11 @@ class Cluster:
 
 
 def local_cluster(workers: int, host: str = "127.0.0.1", first_port: int = SERVER_PORT) -> Cluster:
-    """All roles on one host: ps on first_port, worker i on first_port + 1 + i."""
+    """All roles on one host: ps on first_port, worker i on first_port + 1 + i, then the client."""
     if workers < 1:
         raise KitError(f"a cluster needs at least 1 worker, got {workers}")
-    return Cluster(f"{host}:{first_port}", tuple(f"{host}:{first_port + 1 + i}" for i in range(workers)))
+    return Cluster(f"{host}:{first_port}", tuple(f"{host}:{first_port + 1 + i}" for i in range(workers)),
+                   f"{host}:{first_port + 1 + workers}")
 
 
 def _check_address(address: str, what: str) -> str:

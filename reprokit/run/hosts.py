@@ -62,7 +62,8 @@ class HostsBackend:
     def cluster(self, workers: int) -> Cluster:
         hosts = host_addresses(cluster_roles(workers))
         return Cluster(f"{hosts[PS]}:{SERVER_PORT}",
-                       tuple(f"{hosts[f'worker{i}']}:{SERVER_PORT}" for i in range(workers)))
+                       tuple(f"{hosts[f'worker{i}']}:{SERVER_PORT}" for i in range(workers)),
+                       f"{hosts[CLIENT]}:{SERVER_PORT}")
 
     def exposure(self, cluster: Cluster) -> Exposure:
         return Exposure(f"each role's own namespace on the run's private bridge ({SUBNET}.0/{PREFIX}), inside a "
@@ -75,8 +76,7 @@ class HostsBackend:
                 "exposed": self.exposure(self.cluster(1)).where}
 
     def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
-        servers = any(r.is_server for r in roles)
-        hosts = role_addresses(roles) if servers else {}
+        hosts = role_addresses(roles) if any(r.listens for r in roles) else {}
         self.addresses.update(hosts)
         plan = Plan(str(run_dir), roles, main, self.probe_timeout_s, True, self.watchdog, hosts, self.link.name)
         return run_plan(plan, isolation=Isolation(True), progress=progress)

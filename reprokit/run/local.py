@@ -62,7 +62,8 @@ class LocalBackend:
     def exposure(self, cluster: Cluster) -> Exposure:
         if self.isolation.isolated:
             return Exposure("this run's private network namespace only (its own loopback)", beyond_run=False)
-        ports = sorted(int(a.rsplit(":", 1)[1]) for a in cluster.addresses().values())
+        addresses = [*cluster.addresses().values(), *([cluster.chief] if cluster.chief else [])]
+        ports = sorted(int(a.rsplit(":", 1)[1]) for a in addresses)
         return Exposure(f"every interface of this machine, TCP ports {ports[0]}-{ports[-1]} "
                         f"(unauthenticated; {self.isolation.reason})", beyond_run=True)
 
@@ -75,10 +76,10 @@ class LocalBackend:
         }
 
     def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
-        has_servers = any(r.is_server for r in roles)
-        isolated = self.isolation.isolated and has_servers
-        if has_servers and not isolated:
-            require_free_ports({r.name: r.address for r in roles if r.address})
+        listening = {r.name: r.address or r.peer_address for r in roles if r.listens}
+        isolated = self.isolation.isolated and bool(listening)
+        if listening and not isolated:
+            require_free_ports({name: address for name, address in listening.items() if address})
         plan = Plan(str(run_dir), roles, main, self.probe_timeout_s, isolated, self.watchdog)
         return run_plan(plan, isolation=Isolation(isolated, self.isolation.reason), progress=progress)
 

@@ -15,6 +15,10 @@ process instead of blocking (the kit's "client hosts the ps" setting): the train
 grpc://localhost:<port> then reaches the master in-process, without a gRPC hop per call. The
 exit code is the trainer's.
 
+With `--from-tf-config` instead of `--cluster`, `--job` and `--task`, it reads all three from the
+TF_CONFIG environment variable, as TensorFlow's own cluster resolver does (the tf2 programs' ps and
+workers start this way).
+
 With `--wait-for HOST:PORT,... --run-trainer TRAINER.py -- FLAGS` and no job, it serves nothing:
 it waits until every address accepts a connection, then runs the trainer. A Swarm stack's client
 starts this way, so that it trains only once every server answers from inside the overlay.
@@ -38,6 +42,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cluster", help="ClusterSpec as JSON: {job: [host:port, ...]}")
     parser.add_argument("--job", choices=["ps", "worker"])
     parser.add_argument("--task", type=int, default=0)
+    parser.add_argument("--from-tf-config", action="store_true",
+                        help="take the cluster, job and task from the TF_CONFIG environment variable")
     parser.add_argument("--intra-op-threads", type=int, default=0, help="0: TensorFlow's default")
     parser.add_argument("--inter-op-threads", type=int, default=0, help="0: TensorFlow's default")
     parser.add_argument("--run-trainer", help="run this trainer in-process after the server starts")
@@ -85,6 +91,19 @@ def wait_for(addresses: list[str], timeout: float) -> bool:
     return True
 
 
+def from_tf_config(text: str) -> tuple[dict[str, list[str]], str, int]:
+    """The cluster, job and task of TF_CONFIG, as TensorFlow's cluster resolver reads it;
+    ValueError says what is missing."""
+    if not text:
+        raise ValueError("TF_CONFIG is not set")
+    try:
+        config = json.loads(text)
+        cluster, task = config["cluster"], config["task"]
+        return cluster, str(task["type"]), int(task["index"])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(f"TF_CONFIG must be JSON with cluster and task.type, task.index: {error}") from None
+
+
 def main(argv: list[str]) -> int:
     args = parse_args(argv)
     if args.wait_for:
@@ -94,10 +113,17 @@ def main(argv: list[str]) -> int:
         if not wait_for([a for a in args.wait_for.split(",") if a], args.wait_timeout):
             return 3
         return run_trainer(args.run_trainer, args.trainer_flags)
-    if not args.cluster or not args.job:
-        print("--cluster and --job are needed to serve a task", file=sys.stderr)
+    if args.from_tf_config:
+        try:
+            cluster, args.job, args.task = from_tf_config(os.environ.get("TF_CONFIG", ""))
+        except ValueError as error:
+            print(f"--from-tf-config: {error}", file=sys.stderr)
+            return 2
+    elif not args.cluster or not args.job:
+        print("--cluster and --job (or --from-tf-config) are needed to serve a task", file=sys.stderr)
         return 2
-    cluster = json.loads(args.cluster)
+    else:
+        cluster = json.loads(args.cluster)
     if args.task >= len(cluster.get(args.job, [])):
         print(f"no task {args.task} in job {args.job!r} of {cluster}", file=sys.stderr)
         return 2

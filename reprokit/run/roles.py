@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TypedDict
 
 from reprokit import PACKAGE_PARENT
+from reprokit.errors import KitError
 from reprokit.names import CLIENT, PS, STANDALONE, hostname, server_name, worker
 from reprokit.run.cluster import Cluster
 
@@ -28,6 +29,9 @@ class RoleJson(TypedDict):
     cpus: str
     env: dict[str, str]
     address: str | None
+    peer_address: str | None
+    ends_itself: bool
+    stall_hint: str
 
 
 @dataclass(frozen=True)
@@ -39,21 +43,33 @@ class RoleSpec:
     cpus: str
     env: dict[str, str] = field(default_factory=dict)
     address: str | None = None  # servers: the host:port to probe before going on
+    # A trainer that also listens (an all-reduce worker): its address, never probed, since the
+    # trainer waits for its peers itself.
+    peer_address: str | None = None
+    ends_itself: bool = False  # a trainer among peers: exiting with 0 is its end, not a death
+    stall_hint: str = ""  # what a stall of this (main) role usually means, for the watchdog's message
 
     @property
     def is_server(self) -> bool:
         return self.address is not None
 
     @property
+    def listens(self) -> bool:
+        """Whether it opens a port: a server, or a trainer that is a peer of a cluster."""
+        return self.address is not None or self.peer_address is not None
+
+    @property
     def hostname(self) -> str:
         return hostname(self.name)
 
     def to_json(self) -> RoleJson:
-        return {"name": self.name, "argv": self.argv, "cpus": self.cpus, "env": self.env, "address": self.address}
+        return {"name": self.name, "argv": self.argv, "cpus": self.cpus, "env": self.env, "address": self.address,
+                "peer_address": self.peer_address, "ends_itself": self.ends_itself, "stall_hint": self.stall_hint}
 
     @classmethod
     def from_json(cls, data: RoleJson) -> "RoleSpec":
-        return cls(data["name"], list(data["argv"]), data["cpus"], dict(data["env"]), data["address"])
+        return cls(data["name"], list(data["argv"]), data["cpus"], dict(data["env"]), data["address"],
+                   data["peer_address"], data["ends_itself"], data["stall_hint"])
 
 
 @dataclass(frozen=True)
@@ -187,3 +203,58 @@ def cluster_roles(cluster: Cluster, training: TrainingArgs, trainer: Trainer, cp
                      env=server_env)
     wait = WaitFor(tuple(cluster.addresses().values()), role_server) if client_waits else None
     return [ps, *workers, client_role(cluster, training, trainer, cpus=cpus[CLIENT], env=env, wait=wait)]
+
+
+# --- today's TensorFlow: the cluster told by TF_CONFIG (reprokit.sources.programs' shapes) ---------
+
+# ParameterServerStrategy's workers hang, with no error, when their server has one inter-op thread
+# (a worker pinned to one CPU gets one by default): the scheduled step and its receives need two.
+COORDINATED_SERVER_INTER_OP = 2
+ALL_REDUCE_STALL = (
+    "MultiWorkerMirroredStrategy's all-reduce waits for every worker: a collective that never completes, "
+    "a known failure of it on CPU, stops every worker at the same step with no error. Compare the last "
+    "lines of each worker's log; if every worker is alive and silent, run again")
+
+
+def tf_config(cluster: dict[str, list[str]], job: str, task: int) -> str:
+    """TF_CONFIG, as TensorFlow's cluster resolver (and Kubeflow's TFJob) has it: the whole
+    cluster, and which task of which job this process is."""
+    return json.dumps({"cluster": cluster, "task": {"type": job, "index": task}}, sort_keys=True)
+
+
+def all_reduce_roles(cluster: Cluster, training: TrainingArgs, trainer: Trainer, cpus: dict[str, str], *,
+                     env: dict[str, str] | None = None) -> list[RoleSpec]:
+    """Every worker runs the trainer (MultiWorkerMirroredStrategy), at its worker address; worker 0,
+    the chief, logs the steps and is the main role. Listed worker 0 last, so it starts last."""
+    spec = {"worker": list(cluster.workers)}
+    roles = []
+    for i, address in enumerate(cluster.workers):
+        role_env = {**BASE_ENV, **trainer.env(), **(env or {}), "TF_CONFIG": tf_config(spec, "worker", i)}
+        roles.append(RoleSpec(worker(i), trainer.argv(training.flags()), cpus[worker(i)], role_env,
+                              peer_address=address, ends_itself=i > 0, stall_hint=ALL_REDUCE_STALL))
+    return roles[1:] + roles[:1]
+
+
+def coordinated_roles(cluster: Cluster, training: TrainingArgs, trainer: Trainer, cpus: dict[str, str], *,
+                      role_server: str, threads: tuple[int, int] = (0, 0), env: dict[str, str] | None = None,
+                      server_env: dict[str, str] | None = None, client_waits: bool = False) -> list[RoleSpec]:
+    """ps and worker servers, each told its task by TF_CONFIG, then the trainer as the coordinator
+    (job "chief", at the client's address: ParameterServerStrategy's coordinator serves too)."""
+    if cluster.chief is None:
+        raise KitError("a coordinator needs an address of its own in the cluster (TF_CONFIG's chief), "
+                       "and this cluster has none", "run the tf2-ps program on the local, hosts, docker or "
+                       "swarm backend, which give the client one")
+    spec = {"chief": [cluster.chief], "ps": [cluster.ps], "worker": list(cluster.workers)}
+    threads = (threads[0], max(threads[1], COORDINATED_SERVER_INTER_OP))
+    servers = []
+    for job, task in [("ps", 0), *(("worker", i) for i in range(len(cluster.workers)))]:
+        name = server_name(job, task)
+        argv = [trainer.python, role_server, "--from-tf-config", "--intra-op-threads", str(threads[0]),
+                "--inter-op-threads", str(threads[1])]
+        role_env = {**BASE_ENV, **(server_env or {}), "TF_CONFIG": tf_config(spec, job, task)}
+        servers.append(RoleSpec(name, argv, cpus[name], role_env, cluster.addresses()[name]))
+    wait = WaitFor(tuple(cluster.addresses().values()), role_server) if client_waits else None
+    client_env = {**BASE_ENV, **trainer.env(), **(env or {}), "TF_CONFIG": tf_config(spec, "chief", 0)}
+    client = RoleSpec(CLIENT, trainer.argv(training.flags(), wait=wait), cpus[CLIENT], client_env,
+                      peer_address=cluster.chief)
+    return [*servers, client]

@@ -239,7 +239,8 @@ class Runner:
         while True:
             self._interrupted()
             for name, handle in self.handles.items():
-                if name != self.main and handle.returncode() is not None:
+                code = handle.returncode()
+                if name != self.main and code is not None and not (handle.spec.ends_itself and code == 0):
                     raise _Died(name, f"while the {self.main} was running")
             self._check_pumps()
             now = time.monotonic()
@@ -273,9 +274,10 @@ class Runner:
         path = log_path(self.run_dir, self.main)
         since = "since it started" if last_step is None else f"after step {last_step}"
         cpu = ", ".join(f"{n} {s:.1f} s" for n, s in self.cpu.items()) or "n/a"
+        known = self.handles[self.main].spec.stall_hint
         return ClusterError(
             f"the run stalled: the {self.main} wrote no step line for {quiet:.0f} s {since} "
-            f"({self.watchdog.explain(gaps)}); CPU used so far: {cpu}",
+            f"({self.watchdog.explain(gaps)}); CPU used so far: {cpu}" + (f". {known}" if known else ""),
             f"every role was stopped; see {path} (a dead input thread shows as a Traceback); "
             f"its last lines:\n{tail(path)}")
 

@@ -59,6 +59,7 @@ RULE_NAMES = [
     "filling_queue_once_per_tower",
     "filling_queue_before_first_step",
     "filling_shuffle_buffer_once_per_tower",
+    "filling_shuffle_buffer_once",
     "filling_shuffle_buffer_before_first_step",
     "no_queue_in_the_lesson",
     "step_lines_well_formed",

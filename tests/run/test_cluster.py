@@ -38,9 +38,11 @@ def test_addresses_name_the_roles_ps_then_worker0_worker1():
 
 
 def test_a_local_cluster_puts_ps_on_the_first_port_and_workers_after_it():
-    """local_cluster(2) is ps on 2222, workers on 2223 and 2224, all on loopback."""
-    assert Cluster("127.0.0.1:2222", ("127.0.0.1:2223", "127.0.0.1:2224")) == local_cluster(2)
-    assert Cluster("10.0.0.1:5000", ("10.0.0.1:5001",)) == local_cluster(1, host="10.0.0.1", first_port=5000)
+    """local_cluster(2) is ps on 2222, workers on 2223 and 2224, all on loopback; the client's
+    own port (a coordinator's, TF_CONFIG's chief) comes after them."""
+    assert Cluster("127.0.0.1:2222", ("127.0.0.1:2223", "127.0.0.1:2224"), "127.0.0.1:2225") == local_cluster(2)
+    assert Cluster("10.0.0.1:5000", ("10.0.0.1:5001",), "10.0.0.1:5002") == \
+        local_cluster(1, host="10.0.0.1", first_port=5000)
 
 
 def test_a_cluster_without_workers_is_refused():

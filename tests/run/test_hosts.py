@@ -224,3 +224,18 @@ def test_a_short_reproduction_on_simulated_hosts_passes_and_reports_addresses_li
     assert network["hosts"]["worker1"]["received_per_step"] > 1e6  # it pulls the variables every step
     report = (result.run_dir / "report.md").read_text()
     assert "## Hosts and links" in report and "| worker1 | 10.231.0.12 |" in report
+
+
+@needs_netns
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("program, roles", [("tf2-mirrored", {"worker0", "worker1"}),
+                                            ("tf2-ps", {"ps", "worker0", "worker1", "client"})])
+def test_each_tf2_program_trains_on_simulated_hosts_told_the_cluster_by_tf_config(
+        tmp_path: Path, kit_inputs: KitInputs, program: str, roles: set[str]):
+    """Only the cluster mode: each role a host of its own; every role that listens is on the LAN."""
+    settings = kit_settings(tmp_path / "runs", kit_inputs)
+    options = Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=program, modes=("cluster",), program=program)
+    result = reproduce(settings, options, HostsBackend("1gbit"), lambda line: None)
+    assert result.passed, result.error
+    assert roles == set(result.results.modes["cluster"].outcome.network["hosts"])

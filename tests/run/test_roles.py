@@ -20,11 +20,14 @@ from reprokit.run.roles import (
     RoleSpec,
     Trainer,
     TrainingArgs,
+    all_reduce_roles,
     client_role,
     cluster_roles,
+    coordinated_roles,
     server_role,
     standalone_role,
 )
+from reprokit.run.role_server import from_tf_config
 
 PY, SERVER, SOURCES = "/usr/bin/python3", "/kit/role_server.py", "/build/patched"
 CLIENT = Trainer(PY, SOURCES, "cifar10_cluster_train.py")
@@ -201,3 +204,64 @@ def test_instruments_are_flags_of_the_probe_only_when_asked_for():
     assert ["--out", "/p.json", "--trace-step", "-1"] == Instruments("/p.json").flags()
     assert ["--out", "/p.json", "--trace-step", "5", "--input-free", "--variables-on-ps"] == \
         Instruments("/p.json", 5, input_free=True, variables_on_ps=True).flags()
+
+
+# --- the tf2 programs: the cluster told by TF_CONFIG ----------------------------------------------
+
+MIRRORED = Trainer(PY, SOURCES, "cifar10_tf2_mirrored_train.py")
+COORDINATOR = Trainer(PY, SOURCES, "cifar10_tf2_ps_train.py")
+SPREAD = make_layout("spread", 2, cpus=[0, 1]).cpus
+
+
+def test_every_all_reduce_worker_runs_the_trainer_told_its_task_by_tf_config():
+    """No ps, no client: each worker is a trainer at its worker address; worker 0, the main role,
+    starts last; only the others may end on their own."""
+    roles = all_reduce_roles(local_cluster(2), TRAINING, MIRRORED, SPREAD)
+    assert ["worker1", "worker0"] == [r.name for r in roles]
+    assert [[PY, f"{SOURCES}/cifar10_tf2_mirrored_train.py", *TRAINING.flags()]] * 2 == [r.argv for r in roles]
+    configs = [json.loads(r.env["TF_CONFIG"]) for r in roles]
+    assert [{"worker": ["127.0.0.1:2223", "127.0.0.1:2224"]}] * 2 == [c["cluster"] for c in configs]
+    assert [{"type": "worker", "index": 1}, {"type": "worker", "index": 0}] == [c["task"] for c in configs]
+    assert (["127.0.0.1:2224", "127.0.0.1:2223"], [True, False]) == \
+        ([r.peer_address for r in roles], [r.ends_itself for r in roles])
+    assert all(r.listens and not r.is_server and "all-reduce" in r.stall_hint for r in roles)
+    assert {"worker0": "0", "worker1": "1"} == {r.name: r.cpus for r in roles}
+
+
+def test_a_coordinated_cluster_serves_ps_and_workers_from_tf_config_then_the_coordinator_as_chief():
+    roles = coordinated_roles(local_cluster(2), TRAINING, COORDINATOR, SPREAD, role_server=SERVER)
+    assert ["ps", "worker0", "worker1", "client"] == [r.name for r in roles]
+    spec = {"chief": ["127.0.0.1:2225"], "ps": ["127.0.0.1:2222"],
+            "worker": ["127.0.0.1:2223", "127.0.0.1:2224"]}
+    tasks = [from_tf_config(r.env["TF_CONFIG"]) for r in roles]
+    assert [(spec, "ps", 0), (spec, "worker", 0), (spec, "worker", 1), (spec, "chief", 0)] == tasks
+    assert ["127.0.0.1:2222", "127.0.0.1:2223", "127.0.0.1:2224", None] == [r.address for r in roles]
+    assert "127.0.0.1:2225" == roles[-1].peer_address
+    assert [PY, f"{SOURCES}/cifar10_tf2_ps_train.py", *TRAINING.flags()] == roles[-1].argv
+    # One inter-op thread hangs ParameterServerStrategy's workers: never fewer than two.
+    assert all(r.argv[2:] == ["--from-tf-config", "--intra-op-threads", "0", "--inter-op-threads", "2"]
+               for r in roles[:-1])
+
+
+def test_kit_settings_keep_their_server_threads_above_the_coordinators_floor():
+    roles = coordinated_roles(local_cluster(1), TRAINING, COORDINATOR, SPREAD, role_server=SERVER, threads=(1, 4))
+    assert ["1", "4"] == [roles[0].argv[-3], roles[0].argv[-1]]
+
+
+def test_a_cluster_without_a_chief_address_cannot_be_coordinated():
+    with pytest.raises(KitError, match="TF_CONFIG's chief"):
+        coordinated_roles(CLUSTER, TRAINING, COORDINATOR, SPREAD, role_server=SERVER)
+
+
+@pytest.mark.parametrize("text, why", [
+    ("", "not set"), ("{", "must be JSON"), ('{"cluster": {}}', "must be JSON"),
+    ('{"cluster": {}, "task": {"type": "ps"}}', "must be JSON"),
+])
+def test_a_bad_tf_config_is_named(text, why):
+    with pytest.raises(ValueError, match=why):
+        from_tf_config(text)
+
+
+def test_a_role_with_its_peer_fields_survives_the_plan_file():
+    role = all_reduce_roles(local_cluster(2), TRAINING, MIRRORED, SPREAD)[0]
+    assert role == RoleSpec.from_json(json.loads(json.dumps(role.to_json())))

@@ -303,6 +303,26 @@ def test_a_run_whose_step_lines_stop_is_stopped_by_the_watchdog_with_the_evidenc
     assert "stalled" in outcome.timings
 
 
+def test_a_peer_that_ends_by_itself_with_0_is_not_a_death_but_with_1_it_is(tmp_path: Path):
+    """All-reduce workers are trainers: worker1 may finish before worker0, the main role, does."""
+    def peer(code: int) -> RoleSpec:
+        return RoleSpec("worker1", [PY, "-c", f"raise SystemExit({code})"], CPU, {}, ends_itself=True)
+    main = program("worker0", "import time; time.sleep(3)")
+    (tmp_path / "ok").mkdir(), (tmp_path / "bad").mkdir()
+    assert run(tmp_path / "ok", [peer(0), main], "worker0").ok
+    failed = run(tmp_path / "bad", [peer(1), main], "worker0")
+    assert failed.message.startswith("the worker1 role exited with code 1 while the worker0 was running")
+
+
+def test_a_stall_of_a_main_role_with_a_known_cause_names_it(tmp_path: Path):
+    """The all-reduce workers' hint: a collective that never completes stalls every worker."""
+    watchdog = runnerlib.Watchdog(first_step_s=2, factor=5, floor_s=1)
+    silent = RoleSpec("worker0", [PY, "-c", SILENT], CPU, {}, stall_hint="a collective that never completes")
+    outcome = supervise(Plan(str(tmp_path), [silent], "worker0", 20, watchdog=watchdog))
+    assert "wrote no step line for 2 s since it started" in outcome.message
+    assert "a collective that never completes" in outcome.message
+
+
 def test_a_main_role_that_never_writes_a_step_line_is_stopped_at_the_first_step_ceiling(tmp_path: Path):
     """No step line at all within first_step_s: stalled 'since it started'."""
     watchdog = runnerlib.Watchdog(first_step_s=2, factor=5, floor_s=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reprokit.names import MODES
 from reprokit.sources import series
-from reprokit.sources.programs import PROGRAMS, trainer_files
+from reprokit.sources.programs import CLUSTER_SHAPES, PROGRAMS, main_role, trainer_files
 from tests.support import REPO
 
 
@@ -15,8 +15,26 @@ def test_every_trainer_a_program_runs_is_one_the_series_makes() -> None:
 
 
 def test_every_program_names_a_trainer_for_every_mode() -> None:
-    """The article's and the lesson's program each run a standalone and a cluster trainer."""
-    assert {"article": set(MODES), "lesson": set(MODES)} == {name: set(modes) for name, modes in PROGRAMS.items()}
+    """Every program runs a standalone and a cluster trainer, and says how its cluster runs."""
+    assert {name: set(MODES) for name in ("article", "lesson", "tf2-mirrored", "tf2-ps")} == \
+        {name: set(modes) for name, modes in PROGRAMS.items()}
+    assert set(PROGRAMS) == set(CLUSTER_SHAPES)
+
+
+def test_the_tf2_programs_share_one_standalone_stacked_on_the_lessons() -> None:
+    """Both tf.distribute programs are measured against one TF2 standalone, made from the lesson's
+    standalone; their cluster trainers are made from the lesson's cluster trainer."""
+    walked = series.walk(REPO / "upstream", REPO / "patches", strict=True)
+    assert PROGRAMS["tf2-mirrored"]["standalone"] == PROGRAMS["tf2-ps"]["standalone"]
+    assert {PROGRAMS["lesson"][mode] for mode in MODES} == {
+        walked.making(PROGRAMS[program][mode])[0].source_name for program in ("tf2-mirrored", "tf2-ps")
+        for mode in MODES}
+
+
+def test_the_main_role_is_the_one_that_logs_the_steps() -> None:
+    assert ["standalone", "client", "client", "worker0", "client"] == [
+        main_role("article", "standalone"), main_role("article", "cluster"), main_role("lesson", "cluster"),
+        main_role("tf2-mirrored", "cluster"), main_role("tf2-ps", "cluster")]
 
 
 def test_the_lesson_programs_trainers_are_stacked_on_the_articles() -> None:

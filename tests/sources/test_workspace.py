@@ -15,7 +15,8 @@ from reprokit.sources.upstream import read_lines
 TRAINER = "cifar10_multi_gpu_train.py"
 ALL_FILES = ["cifar10.py", "cifar10_cluster_train.py", "cifar10_eval.py", "cifar10_input.py",
              "cifar10_lesson_cluster_train.py", "cifar10_lesson_standalone_train.py", TRAINER,
-             "cifar10_standalone_train.py"]
+             "cifar10_standalone_train.py", "cifar10_tf2_mirrored_train.py", "cifar10_tf2_ps_train.py",
+             "cifar10_tf2_standalone_train.py"]
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:

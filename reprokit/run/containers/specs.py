@@ -39,7 +39,8 @@ PROBE_SCRIPT = (
 def docker_cluster(workers: int) -> Cluster:
     """tf_paramserver:2222 and tf_worker_1:2222, ...: the article's hosts, by name, not by IP."""
     names = [hostname(f"worker{i}") for i in range(workers)]
-    return Cluster(f"{hostname('ps')}:{SERVER_PORT}", tuple(f"{n}:{SERVER_PORT}" for n in names))
+    return Cluster(f"{hostname('ps')}:{SERVER_PORT}", tuple(f"{n}:{SERVER_PORT}" for n in names),
+                   f"{hostname('client')}:{SERVER_PORT}")
 
 
 def safe_name(text: str) -> str:

@@ -113,7 +113,7 @@ class SwarmBackend:
         return stack, path
 
     def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
-        mode = "cluster" if any(r.is_server for r in roles) else "standalone"
+        mode = "cluster" if any(r.listens for r in roles) else "standalone"
         stack, path = self.write_stack_file(Path(run_dir), roles, mode)
         require_image_on_nodes(self.client, self.image.tag, self.spec(Path(run_dir)), self.echo)
         with sigterm_interrupts():

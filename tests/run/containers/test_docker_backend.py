@@ -476,6 +476,23 @@ def test_a_short_reproduction_in_containers_passes_and_leaves_nothing(backend: D
     assert [] == labelled(docker_client, run_id)
 
 
+@pytest.mark.docker
+@pytest.mark.slow
+@pytest.mark.parametrize("program, main", [("tf2-mirrored", "worker0"), ("tf2-ps", "client")])
+def test_each_tf2_program_trains_in_containers_told_the_cluster_by_tf_config(backend: DockerBackend, settings,
+                                                                           docker_client, kit_image, program, main,
+                                                                           no_leftover_containers):
+    """Only the cluster mode: each role a container named as the article names its hosts, each
+    told its task by TF_CONFIG; the all-reduce workers reach each other, the coordinator its servers."""
+    run_id = f"dk-{uuid.uuid4().hex[:8]}"
+    result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id,
+                                         modes=("cluster",), program=program), backend, lambda line: None)
+    assert result.passed, result.error or "\n".join(result.judgement.summary.lines if result.judgement else [])
+    assert "step 20, loss = " in (result.run_dir / f"{main}.log").read_text()
+    assert 0 == result.results.modes["cluster"].outcome.exit_codes[main]
+    assert [] == labelled(docker_client, run_id)
+
+
 def _kill_once_training(client: docker.DockerClient, run_dir: Path, role: str, killed: list[str]) -> None:
     """Kill `role`'s container once the client fills its queues or logs step 0."""
     deadline = time.monotonic() + 300

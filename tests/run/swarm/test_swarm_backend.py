@@ -70,6 +70,24 @@ def test_a_short_reproduction_as_swarm_stacks_passes_and_leaves_nothing(settings
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
+@pytest.mark.parametrize("program, services", [
+    ("tf2-mirrored", ["tf_worker_2", "tf_worker_1"]),
+    ("tf2-ps", ["tf_paramserver", "tf_worker_1", "tf_worker_2", "tf_client"])])
+def test_each_tf2_program_trains_as_a_stack_whose_services_carry_tf_config(settings, swarm, kit_image, program,
+                                                                         services):
+    backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, probe_timeout_s=settings.probe_timeout_s)
+    run_id = f"sw-{uuid.uuid4().hex[:6]}"
+    result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id,
+                                         modes=("cluster",), program=program), backend, lambda line: None)
+    assert result.passed, result.error
+    found = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]
+    assert services == list(found)
+    assert all("TF_CONFIG" in service["environment"] for service in found.values())
+    assert [] == stacks_of(swarm, run_id)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
 def test_the_stack_file_is_deployed_by_hand_and_trains(settings, swarm, kit_image, kit_inputs):
     """`invoke stack-file`'s file, deployed with `docker stack deploy`: the client's task trains
     to the last step and exits 0; `docker stack rm` removes it all."""
