@@ -171,11 +171,14 @@ def report(c, run="latest"):
 @task(help={"repetitions": "repetitions of every row, alternating order (default: bench_repetitions in invoke.yaml)",
             "steps": "steps per run (default: bench_steps in invoke.yaml)", "source": "data source, as for `invoke data`",
             "isolation": "auto | netns | none, as for reproduce",
-            "loss_steps": "also run both programs' clusters this long and put their last losses side by side "
-                          "(e.g. 1000; default 0: off)"})
-def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_steps=None):
-    """Benchmark: the article's program (default and tuned) and the lesson's, side by side; ablation; plot."""
-    _run(views.bench, c, BenchRequest(repetitions, steps, source, isolation, loss_steps))
+            "loss_steps": "also run each program's cluster this long and put their last losses side by side "
+                          "(e.g. 1000; default 0: off)",
+            "programs": "the rows' programs: article (default and tuned), lesson, tf2-mirrored, tf2-ps, "
+                        "comma-separated, or all (default: bench_programs in invoke.yaml); a tf2 one adds "
+                        "the machine's ceiling"})
+def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_steps=None, programs=None):
+    """Benchmark: the article's program (default, tuned), the lesson's (or --programs) side by side; ablation; plot."""
+    _run(views.bench, c, BenchRequest(repetitions, steps, source, isolation, loss_steps, programs))
 
 
 @task(help={"workers": "comma-separated worker counts (default 1,2,4; with --link one count, default 2)",

@@ -146,6 +146,7 @@ class BenchOptions:
     loss_steps: int
     isolation: str
     variants_each_repetition: bool  # the ablation's changes alone in every repetition, or once
+    programs: list[str]  # the programs whose rows are benched, in order
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,7 @@ class BenchRequest:
     source: str | None = None
     isolation: str | None = None
     loss_steps: Given = None
+    programs: str | None = None
 
     def check(self, s: Settings) -> BenchOptions:
         steps = self.steps if self.steps is not None else s.bench_steps
@@ -166,7 +168,8 @@ class BenchRequest:
         return BenchOptions(options, whole_number(self.repetitions if self.repetitions is not None
                                                   else s.bench_repetitions, "repetitions"),
                             whole_number(self.loss_steps if self.loss_steps is not None else s.bench_loss_steps,
-                                         "loss-steps", minimum=0), isolation, s.bench_ablation_each_repetition)
+                                         "loss-steps", minimum=0), isolation, s.bench_ablation_each_repetition,
+                            program_list(self.programs or s.bench_programs))
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ class Settings:
     bench_steps: int
     bench_loss_steps: int
     bench_ablation_each_repetition: bool
+    bench_programs: str
     sweep_steps: int
     sweep_workers: str
     network_workers: int

@@ -184,15 +184,16 @@ def report(out: Out, s: Settings, run: str) -> None:
 
 
 def bench(out: Out, s: Settings, request: optionslib.BenchRequest) -> BenchResults:
-    from reprokit.bench.comparison import ROWS, run_bench
+    from reprokit.bench.comparison import rows_for, run_bench
     from reprokit.bench.tables import bench_lines, plot_bench
 
     asked = request.check(s)
+    rows = rows_for(asked.programs)
     backend = make_backend(s, "local", asked.isolation)
-    out(f"bench: {asked.repetitions} repetitions of {len(ROWS)} rows ({'; '.join(r.name for r in ROWS)}), each with "
+    out(f"bench: {asked.repetitions} repetitions of {len(rows)} rows ({'; '.join(r.name for r in rows)}), each with "
         f"its program's standalone (1 CPU) and its cluster (spread), {asked.options.steps} steps a run")
     out(f"servers listen on: {backend.exposure(backend.cluster(2)).where}")
-    results = run_bench(s, backend, asked.options, repetitions=asked.repetitions, echo=out,
+    results = run_bench(s, backend, asked.options, repetitions=asked.repetitions, echo=out, rows=rows,
                         variants_each_repetition=asked.variants_each_repetition,
                         loss_steps=asked.loss_steps)
     _show(out, results, bench_lines(results), plot_bench(results, Path(results.folder) / "bench.png"))

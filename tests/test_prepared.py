@@ -17,6 +17,7 @@ from reprokit.options import BenchRequest, Request, SweepRequest
 from reprokit.prepared import prepare
 from reprokit.runs import RunInfo, find_run
 from reprokit.settings import KIT_CONFIG, Settings, from_mapping
+from reprokit.sources.programs import PROGRAMS
 from tests.support import REPO
 
 
@@ -73,10 +74,21 @@ def test_bench_and_sweep_defaults_come_from_invoke_yaml() -> None:
     bench, sweep = BenchRequest().check(settings), SweepRequest().check(settings)
     assert (config["bench_repetitions"], config["bench_steps"], config["bench_loss_steps"]) == \
         (bench.repetitions, bench.options.steps, bench.loss_steps)
+    assert config["bench_programs"].split(",") == bench.programs
     assert ([int(n) for n in config["sweep_workers"].split(",")], config["sweep_steps"]) == \
         (sweep.worker_counts, sweep.options.steps)
     network = SweepRequest(link="none,1gbit").check(settings)
     assert ([config["network_workers"]], ["none", "1gbit"]) == (network.worker_counts, [l.name for l in network.links])
+
+
+def test_bench_programs_are_named_like_the_sweeps_all_for_every_one() -> None:
+    """--programs overrides invoke.yaml's bench_programs; 'all' is every program of patches/series."""
+    settings = from_mapping({"bench_programs": "lesson"}, REPO)
+    assert ["lesson"] == BenchRequest().check(settings).programs
+    assert list(PROGRAMS) == BenchRequest(programs="all").check(settings).programs
+    assert ["tf2-ps", "article"] == BenchRequest(programs="tf2-ps, article").check(settings).programs
+    with pytest.raises(KitError, match="unknown --program 'tf3'"):
+        BenchRequest(programs="article,tf3").check(settings)
 
 
 def test_every_default_lives_in_invoke_yaml_and_nowhere_else() -> None:

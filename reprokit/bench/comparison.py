@@ -1,21 +1,26 @@
-"""`invoke bench`: the article's program and the lesson's, measured side by side in one invocation.
+"""`invoke bench`: the chosen programs (by default the article's and the lesson's), measured side
+by side in one invocation.
 
 Rows (each a program with kit settings): the article's program with TensorFlow's defaults, the
-same with the kit's `tuned` settings, and the lesson's program. Every repetition runs both
-programs' standalone trainers (one CPU) and every row's cluster, in an order that is reversed
-every other repetition, so that drift on a shared machine hits all alike; a row's speed-up is
-its cluster's rate over its own program's standalone rate of the same repetition, combined over
-repetitions by the kit's one estimator with its 95% interval (reprokit.judge.intervals). The
-lesson's standalone must be no weaker than the article's (>= 0.95 of it), or its speed-up would
-come from a weaker baseline.
+same with the kit's `tuned` settings, and every other chosen program with its defaults. Every
+repetition runs each standalone trainer file once (one CPU; the tf2 programs share one) and
+every row's cluster, in an order that is reversed every other repetition, so that drift on a
+shared machine hits all alike; a row's speed-up is its cluster's rate over its own program's
+standalone rate of the same repetition, combined over repetitions by the kit's one estimator
+with its 95% interval (reprokit.judge.intervals). The lesson's standalone must be no weaker than
+the article's (>= 0.95 of it), or its speed-up would come from a weaker baseline.
+
+When a tf2 program is benched, every repetition also measures the machine's ceiling: two tf2
+standalones at once, one per CPU (reprokit.bench.results.Ceiling), and every row is also shown
+as a share of it.
 
 The ablation runs the article's cluster trainer with each change of the lesson alone, in every
 repetition beside the rows (or, to save time, once after them), paired like the rows; its "none"
 and "all" rows are the article's and the lesson's rows themselves. Then: one traced step of
 the article's standalone and cluster and of the lesson's cluster (where the time goes), the
 input-free bound of one core, where each program puts its variables, the CPU each
-role keeps busy, the kit's own overheads, and, with `loss_steps`, a long run of both clusters
-to put their losses side by side.
+role keeps busy, the kit's own overheads, and, with `loss_steps`, a long run of each benched
+program's cluster to put their losses side by side.
 """
 
 from __future__ import annotations
@@ -35,24 +40,27 @@ from reprokit.bench.results import (
     BenchResults,
     BenchRow,
     BenchRun,
+    Ceiling,
     InputFreeBound,
     LossCheck,
     Overheads,
     ProgramLoss,
     Repetition,
     Target,
+    ceiling_of,
     rate_of,
     speedup_of,
 )
 from reprokit.bench.runs import Bench, cpu_share
 from reprokit.bench.timeline import StepBreakdown, Trace, breakdown
 from reprokit.commands import Echo
-from reprokit.judge.intervals import METHOD
+from reprokit.judge.intervals import METHOD, Estimate
 from reprokit.judge.speed import WARMUP_RULE
 from reprokit.options import Options
 from reprokit.run.backends import Backend
 from reprokit.run.tuning import PROFILES, Tuning
 from reprokit.settings import Settings
+from reprokit.sources.programs import CLUSTER_SHAPES, PROGRAMS, SESSION
 
 TARGET_SPEEDUP = 1.85  # the lesson's target on 2 workers (the limit is 2.00x)
 BASELINE_FLOOR = 0.95  # the lesson's standalone against the article's, in the same invocation
@@ -69,7 +77,22 @@ class Row:
         return f"{self.program} program, {self.tuning.name} settings"
 
 
-ROWS = (Row("article", PROFILES["default"]), Row("article", PROFILES["tuned"]), Row("lesson", PROFILES["default"]))
+def rows_for(programs: Sequence[str]) -> tuple[Row, ...]:
+    """The rows of the chosen programs, in their order: the article's with TensorFlow's defaults
+    and with the kit's `tuned` settings (which only its session can take), every other with its
+    defaults."""
+    tunings = {"article": ("default", "tuned")}
+    return tuple(Row(program, PROFILES[name]) for program in dict.fromkeys(programs)
+                 for name in tunings.get(program, ("default",)))
+
+
+ROWS = rows_for(["article", "lesson"])
+
+
+def ceiling_program(rows: Sequence[Row]) -> str | None:
+    """The first benched program of today's TensorFlow (its cluster has no session), whose
+    standalone the ceiling runs twice at once; None when no row is one."""
+    return next((row.program for row in rows if CLUSTER_SHAPES[row.program] != SESSION), None)
 
 
 @dataclass(frozen=True)
@@ -80,22 +103,42 @@ class Variants:
     trainers: dict[str, str]  # change -> trainer file
 
 
+def standalone_runners(rows: Sequence[Row]) -> dict[str, str]:
+    """Each benched program -> the program whose standalone run it shares: the first benched
+    program of its standalone trainer file (tf2-mirrored and tf2-ps run one file)."""
+    programs = list(dict.fromkeys(row.program for row in rows))
+    first = {PROGRAMS[p]["standalone"]: p for p in reversed(programs)}
+    return {p: first[PROGRAMS[p]["standalone"]] for p in programs}
+
+
 def _repetition(bench: Bench, rows: tuple[Row, ...], workers: int, reverse: bool,
                 variants: Variants | None) -> Repetition:
-    """One repetition: every program's standalone, every row's cluster and, if given, the
-    article's cluster with each change alone, in (reversed) order."""
-    programs = list(dict.fromkeys(row.program for row in rows))
-    jobs = [("standalone", p) for p in programs] + [("cluster", str(i)) for i in range(len(rows))]
+    """One repetition: each standalone trainer file once, every row's cluster, the ceiling if a
+    tf2 program is benched and, if given, the article's cluster with each change alone, in
+    (reversed) order."""
+    runners = standalone_runners(rows)
+    ceiling = ceiling_program(rows)
+    jobs = [("standalone", p) for p in dict.fromkeys(runners.values())]
+    jobs += [("cluster", str(i)) for i in range(len(rows))] + ([("ceiling", ceiling)] if ceiling else [])
     jobs += [("variant", change) for change in (variants.trainers if variants else {})]
-    found: dict[tuple[str, str], BenchRun] = {}
+    found: dict[tuple[str, str], list[BenchRun]] = {}
     for kind, key in (reversed(jobs) if reverse else jobs):
         found[kind, key] = _run_job(bench, rows, workers, kind, key, variants)
-    return Repetition({p: found["standalone", p] for p in programs},
-                      [found["cluster", str(i)] for i in range(len(rows))],
-                      {change: found["variant", change] for change in (variants.trainers if variants else {})})
+    return Repetition({p: found["standalone", runner][0] for p, runner in runners.items()},
+                      [found["cluster", str(i)][0] for i in range(len(rows))],
+                      {change: found["variant", change][0] for change in (variants.trainers if variants else {})},
+                      ceiling=found["ceiling", ceiling] if ceiling else [])
 
 
 def _run_job(bench: Bench, rows: tuple[Row, ...], workers: int, kind: str, key: str,
+             variants: Variants | None) -> list[BenchRun]:
+    """A job's runs: one, but two concurrent ones for the ceiling."""
+    if kind == "ceiling":
+        return bench.run_ceiling(key)
+    return [_run_one(bench, rows, workers, kind, key, variants)]
+
+
+def _run_one(bench: Bench, rows: tuple[Row, ...], workers: int, kind: str, key: str,
              variants: Variants | None) -> BenchRun:
     if kind == "standalone":
         return bench.run("standalone", program=key)
@@ -115,9 +158,11 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or not b else a / b
 
 
-def bench_rows(rows: tuple[Row, ...], reps: Sequence[Repetition], workers: int) -> list[BenchRow]:
+def bench_rows(rows: tuple[Row, ...], reps: Sequence[Repetition], workers: int,
+               ceiling: Ceiling | None = None) -> list[BenchRow]:
     """Each row's figures by the one estimator: its speed-up over the repetitions' (cluster, its
-    program's standalone) pairs, and each rate over the repetitions' runs."""
+    program's standalone) pairs, and each rate over the repetitions' runs; with a ceiling, the
+    speed-up's share of it."""
     table = []
     for i, row in enumerate(rows):
         pairs = [(rep.clusters[i], rep.standalone[row.program]) for rep in reps]
@@ -127,8 +172,14 @@ def bench_rows(rows: tuple[Row, ...], reps: Sequence[Repetition], workers: int) 
             rate_of([alone for _, alone in pairs]), rate_of([cluster for cluster, _ in pairs]),
             None if speedup is None else speedup.value / workers,
             [_ratio(cluster.rate, alone.rate) for cluster, alone in pairs],
-            cpu_share(reps[len(reps) // 2].clusters[i])))
+            cpu_share(reps[len(reps) // 2].clusters[i]), _share(speedup, ceiling)))
     return table
+
+
+def _share(speedup: Estimate | None, ceiling: Ceiling | None) -> float | None:
+    # A ratio of two estimates: its interval is not the one estimator's, so none is claimed.
+    return _ratio(speedup.value if speedup else None,
+                  ceiling.speedup.value if ceiling and ceiling.speedup else None)
 
 
 def baseline(reps: Sequence[Repetition]) -> Baseline | None:
@@ -204,7 +255,8 @@ def _loss(bench: Bench, workers: int, steps: int, programs: list[str]) -> LossCh
 
 
 def _overheads(bench: Bench, reps: Sequence[Repetition]) -> Overheads:
-    runs = [run for rep in reps for run in [*rep.standalone.values(), *rep.clusters, *rep.variants.values()]]
+    runs = [run for rep in reps for run in [*rep.standalone.values(), *rep.clusters, *rep.variants.values(),
+                                              *rep.ceiling]]
     teardowns = [run.timings.get("teardown_done", 0) - run.timings.get("teardown_started", 0) for run in runs]
     ready = [run.first_step_after_ready_s for rep in reps for run in rep.clusters
              if run.first_step_after_ready_s is not None]
@@ -230,13 +282,15 @@ def run_bench(settings: Settings, backend: Backend, options: Options, *, repetit
         echo("the ablation: each change of the lesson alone, once, paired with the last repetition")
         variant_runs = [({change: _run_variant(bench, workers, change, variants) for change in variants.trainers},
                          reps[-1])]
-    table = bench_rows(rows, reps, workers)
+    program = ceiling_program(rows)
+    ceiling = ceiling_of(program, reps) if program else None
+    table = bench_rows(rows, reps, workers, ceiling)
     echo("where the time goes (one traced step each), the input-free bound, where the variables live")
     steps_traced, placement, bound = _extras(bench, workers, any(row.program == "lesson" for row in rows))
     article = next((r for r in table if r.program == "article"), None)
     lesson = next((r for r in table if r.program == "lesson"), None)
     bound_rate = rate_of([bound])
-    programs = [p for p in ("article", "lesson") if any(r.program == p for r in rows)]
+    programs = list(dict.fromkeys(row.program for row in rows))
     results = BenchResults(
         str(bench.dir), steps, WARMUP_RULE, METHOD, repetitions, workers, bench.data.source, bench.fix.summary,
         variants_each_repetition, {row.tuning.name: row.tuning for row in rows}, reps, table, baseline(reps),
@@ -246,6 +300,6 @@ def run_bench(settings: Settings, backend: Backend, options: Options, *, repetit
         InputFreeBound(bound_rate, _ratio(article.standalone_rate.value if article and article.standalone_rate
                                           else None, bound_rate.value if bound_rate else None)),
         steps_traced, placement, _loss(bench, workers, loss_steps, programs) if loss_steps else None,
-        _overheads(bench, reps))
+        _overheads(bench, reps), ceiling)
     results.write(bench.dir)
     return results

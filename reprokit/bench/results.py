@@ -8,6 +8,7 @@ so that any figure can be recomputed from the file.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
@@ -72,12 +73,15 @@ class CpuShare:
 
 @dataclass
 class Repetition:
-    """One repetition: each program's standalone, each row's cluster (in the rows' order), and,
-    when the changes of the ablation run per repetition, the article's cluster with each alone."""
+    """One repetition: each program's standalone (programs of one trainer file share its one
+    run), each row's cluster (in the rows' order), when the changes of the ablation run per
+    repetition the article's cluster with each alone, and, when a tf2 program is benched, the
+    machine's ceiling: two of its standalones at once, one per CPU."""
 
     standalone: dict[str, BenchRun]
     clusters: list[BenchRun]
     variants: dict[str, BenchRun] = field(default_factory=dict)
+    ceiling: list[BenchRun] = field(default_factory=list)
 
 
 @dataclass
@@ -91,6 +95,49 @@ class BenchRow:
     efficiency: float | None  # speed-up / workers
     per_repetition: list[float | None]  # each repetition's ratio of medians
     cpu_share: CpuShare  # of the middle repetition's cluster
+    # Its speed-up over the ceiling's: a ratio of two estimates, shown without an interval of its own.
+    share_of_ceiling: float | None = None
+
+
+CEILING_CPUS = 2  # the ceiling's concurrent standalones, one per CPU
+
+
+def two_cpus(runs: Sequence[BenchRun]) -> list[float]:
+    """Concurrent one-CPU runs as two CPUs' worth: their step rates pooled, each doubled, so
+    that the median is twice the median per-CPU rate."""
+    return [CEILING_CPUS * rate for run in runs for rate in run.step_rates]
+
+
+@dataclass
+class Ceiling:
+    """What this machine's first two CPUs give with no cluster between them: two of a program's
+    standalones at once, one pinned to each, over its standalone alone, paired by repetition.
+    It is about the most a cluster of two one-CPU workers can reach here, and shows what the two
+    CPUs lose to each other (shared caches, memory bandwidth, clock) before any cluster overhead."""
+
+    program: str
+    speedup: Estimate | None  # two CPUs' worth over the standalone alone
+    standalone_rate: Estimate | None
+    two_cpus_rate: Estimate | None  # both concurrent runs' step rates pooled, doubled
+    per_repetition: list[float | None]  # each repetition's ratio of medians
+    folders: list[str]
+
+
+def ceiling_of(program: str, reps: Sequence[Repetition]) -> Ceiling | None:
+    """The one estimator over the repetitions' (both concurrent runs, ``program``'s standalone
+    alone) pairs; None when no repetition ran the ceiling."""
+    measured = [rep for rep in reps if rep.ceiling]
+    if not measured:
+        return None
+    pairs = [(rep.ceiling, rep.standalone[program]) for rep in measured]
+    complete = all(run.step_rates for runs, alone in pairs for run in (*runs, alone))
+    return Ceiling(
+        program, ratio_estimate([(two_cpus(runs), alone.step_rates) for runs, alone in pairs]) if complete else None,
+        rate_of([alone for _, alone in pairs]),
+        rate_estimate([two_cpus(runs) for runs, _ in pairs]) if complete else None,
+        [statistics.median(two_cpus(runs)) / alone.rate if two_cpus(runs) and alone.rate else None
+         for runs, alone in pairs],
+        [run.folder for runs, _ in pairs for run in runs])
 
 
 @dataclass
@@ -164,7 +211,7 @@ class Measured(Document):
 @dataclass
 class BenchResults(Measured):
     FILE: ClassVar[str] = "bench.json"
-    FORMAT_VERSION: ClassVar[int] = 1
+    FORMAT_VERSION: ClassVar[int] = 2  # 2: the machine's ceiling, and each row's share of it
 
     repetitions: int
     workers: int
@@ -182,6 +229,7 @@ class BenchResults(Measured):
     placement: dict[str, dict[str, str]]  # program -> variable -> device
     loss: LossCheck | None
     overheads: Overheads
+    ceiling: Ceiling | None  # when a tf2 program is benched
     format_version: int = field(default=FORMAT_VERSION, kw_only=True)
 
 

@@ -3,7 +3,8 @@ with the rate measured by the kit's one warm-up rule (reprokit.judge.speed).
 
 `Bench` verifies the kit, applies the patches, gets the data and builds the request-id fix once;
 `run` then runs one mode with any program, kit settings, backend or trainer file, instruments
-attached if asked. `invoke bench` (comparison.py) and `invoke sweep` (sweep.py, network.py) are
+attached if asked; `run_ceiling` runs two standalones at once, one per CPU (the machine's
+ceiling). `invoke bench` (comparison.py) and `invoke sweep` (sweep.py, network.py) are
 experiments with other options built on it.
 """
 
@@ -23,15 +24,21 @@ from reprokit.experiment import mode_roles
 from reprokit.judge.logs import parse_log, step_fields
 from reprokit.judge.speed import after_warmup, median_rate
 from reprokit.judge.threads import dead_input_threads
-from reprokit.names import MAIN_ROLE
+from reprokit.names import STANDALONE, log_path
 from reprokit.options import Options
 from reprokit.run.backends import Backend
-from reprokit.run.cluster import make_layout
-from reprokit.run.roles import Instruments
+from reprokit.run.cluster import CpuLayout, available_cpus, make_layout
+from reprokit.run.request_ids import RequestIdFix
+from reprokit.run.roles import Instruments, RoleSpec
+from reprokit.run.runner import Outcome
 from reprokit.run.tuning import Tuning
+from reprokit.sources.programs import main_role
 from reprokit.prepared import prepare
 from reprokit.settings import Settings
 from reprokit.sources.verify import run_checks
+
+# The ceiling's two concurrent standalones: the first is the main role, whose end ends the run.
+CEILING_ROLES = (STANDALONE, f"{STANDALONE}1")
 
 
 class Bench:
@@ -62,9 +69,7 @@ class Bench:
             input_free: bool = False) -> BenchRun:
         """One run of ``mode``; each keyword left out is the bench's own. ``trace_step`` or
         ``input_free`` attach the probe (reprokit.bench.probe), whose findings land in ``probe``."""
-        self.counter += 1
-        folder = self.dir / f"{self.counter:02d}-{mode}{workers if mode == 'cluster' else ''}{label}"
-        folder.mkdir()
+        folder = self._folder(f"{mode}{workers if mode == 'cluster' else ''}{label}")
         backend = backend or self.backend
         options = replace(self.options, workers=workers, program=program or self.options.program,
                           tuning=tuning or self.options.tuning, steps=steps or self.options.steps)
@@ -73,28 +78,71 @@ class Bench:
                                   input_free) if probed else None
         roles = mode_roles(mode, options, make_layout("spread", workers), backend, sources or self.sources,
                            self.data.data_dir, folder / "train", instruments, self.fix, trainer_file)
-        main = MAIN_ROLE[mode]
+        main = main_role(options.program, mode)
         self.echo(f"  {folder.name}: {options.program} {mode}" + (f", {workers} workers" if mode == "cluster" else "")
                   + (f", tuning {options.tuning.name}" if options.tuning.name != "default" else ""))
+        outcome = self._outcome(backend, folder, roles, main)
+        found = self._measured(folder, outcome, main, mode, options)
+        if probed:
+            found.probe = read_probe(folder / "probe.json")
+        return found
+
+    def run_ceiling(self, program: str) -> list[BenchRun]:
+        """The machine's ceiling: two of ``program``'s standalones at once, each pinned to one of
+        the first two CPUs with its own train dir and log; both runs."""
+        folder = self._folder("standalone-ceiling")
+        options = replace(self.options, workers=1, program=program)
+        roles = ceiling_roles(options, self.backend, self.sources, self.data.data_dir, folder, self.fix,
+                              available_cpus())
+        self.echo(f"  {folder.name}: {program} standalone x{len(roles)} at once, CPUs "
+                  f"{', '.join(role.cpus for role in roles)}")
+        outcome = self._outcome(self.backend, folder, roles, STANDALONE)
+        return [self._measured(folder, outcome, name, "standalone", options) for name in CEILING_ROLES]
+
+    def _folder(self, name: str) -> Path:
+        self.counter += 1
+        folder = self.dir / f"{self.counter:02d}-{name}"
+        folder.mkdir()
+        return folder
+
+    def _outcome(self, backend: Backend, folder: Path, roles: list[RoleSpec], main: str) -> Outcome:
         outcome = backend.run(folder, roles, main, None)
         if not outcome.ok:
             raise ClusterError(f"bench run {folder.name} failed: {outcome.message}", f"see {folder}")
-        records = parse_log(folder / f"{main}.log", main)
+        return outcome
+
+    def _measured(self, folder: Path, outcome: Outcome, role: str, mode: str, options: Options) -> BenchRun:
+        """The run of ``role`` in ``folder``, from its log: its rate and the step rates behind it."""
+        records = parse_log(log_path(folder, role), role)
         steps_logged = step_fields(records)
         rate = median_rate(steps_logged)
         first = next((r.logged_at for r in records if r.step is not None and r.logged_at), None)
-        ready = outcome.timings.get("servers_reachable", outcome.timings.get(f"{main}_started", 0.0))
+        ready = outcome.timings.get("servers_reachable", outcome.timings.get(f"{role}_started", 0.0))
         after_ready = None if first is None else round(
             first.timestamp() - outcome.timings["epoch_started"] - ready, 2)
         self.echo(f"    {rate or 0:8.1f} examples/sec" + (f"  (first step {after_ready} s after ready)"
                                                           if after_ready is not None else ""))
         last = steps_logged[-1] if steps_logged else None
-        return BenchRun(mode, workers, options.program, folder.name, rate,
+        return BenchRun(mode, options.workers, options.program, folder.name, rate,
                         [s.examples_per_sec for s in after_warmup(steps_logged)], dict(outcome.cpu_seconds),
                         dict(outcome.timings), after_ready,
                         None if last is None else LastLoss(last.step, last.loss),
-                        sum(len(r) for r in dead_input_threads(records).values()),
-                        read_probe(folder / "probe.json") if probed else {}, dict(outcome.network))
+                        sum(len(r) for r in dead_input_threads(records).values()), {}, dict(outcome.network))
+
+
+def ceiling_roles(options: Options, backend: Backend, sources: Path, data_dir: Path, folder: Path,
+                  fix: RequestIdFix, cpus: list[int]) -> list[RoleSpec]:
+    """The ceiling's two standalones of ``options.program``, in start order (the main role, the
+    first of CEILING_ROLES, last): each on its own CPU of ``cpus`` with its own train dir."""
+    roles = []
+    for copy, name in enumerate(CEILING_ROLES):
+        # Round robin, as the spread layout: on one CPU both share it, and the ceiling is 1x.
+        layout = CpuLayout("ceiling", {STANDALONE: str(cpus[copy % len(cpus)])})
+        (role,) = mode_roles("standalone", options, layout, backend, sources, data_dir, folder / f"train{copy}",
+                             None, fix)
+        # The second may end before the first, the main role, does: its exit 0 is no death.
+        roles.append(replace(role, name=name, ends_itself=copy > 0))
+    return roles[::-1]
 
 
 def read_probe(path: Path) -> dict[str, object]:

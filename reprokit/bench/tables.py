@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprokit.bench.network import bandwidth_name, busiest
-from reprokit.bench.results import NONE_CHANGE, BenchResults, NetworkResults, SweepResults
+from reprokit.bench.results import CEILING_CPUS, NONE_CHANGE, BenchResults, Ceiling, NetworkResults, SweepResults
 from reprokit.figures import new_figure, write_figure
 from reprokit.judge.intervals import Estimate
 from reprokit.judge.speed import ARTICLE_SPEEDUP, ARTICLE_WORKERS
@@ -66,19 +66,41 @@ def interval_line(estimates: Iterable[Estimate | None], what: str) -> str:
             f"{fewest if fewest == most else f'{fewest}-{most}'} step rates behind each figure")
 
 
+def ceiling_name(ceiling: Ceiling) -> str:
+    return f"the machine's ceiling: {CEILING_CPUS} {ceiling.program} standalones at once, one per CPU"
+
+
+def _ceiling_lines(ceiling: Ceiling | None) -> list[str]:
+    """What the ceiling row and the share column are, above the table."""
+    if ceiling is None:
+        return []
+    return [f"ceiling: {CEILING_CPUS} {ceiling.program} standalones at once, each pinned to one CPU, their step "
+            f"rates pooled and doubled, over one alone; share of ceiling = a row's speed-up / the ceiling's "
+            "(a ratio of two estimates, shown without an interval of its own)"]
+
+
 def bench_lines(r: BenchResults) -> list[str]:
+    ceiling = r.ceiling
     lines = [f"rule: {r.warmup_rule}; {r.repetitions} repetitions, {r.steps} steps a run; "
              f"request-id fix {r.request_id_fix}",
-             interval_line([row.speedup for row in r.rows], "speed-ups (cluster / its program's standalone, "
-                           "paired by repetition)"), "",
-             "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition |",
-             "| --- | ---: | ---: | ---: | ---: | --- |"]
+             interval_line([row.speedup for row in r.rows] + ([ceiling.speedup] if ceiling else []),
+                           "speed-ups (cluster / its program's standalone, paired by repetition)"),
+             *_ceiling_lines(ceiling), "",
+             "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition |"
+             + (" share of ceiling |" if ceiling else ""),
+             "| --- | ---: | ---: | ---: | ---: | --- |" + (" ---: |" if ceiling else "")]
     for row in r.rows:
         lines.append(f"| {row.name} | {rate(row.standalone_rate)} | {rate(row.cluster_rate)} | "
                      f"{figure(row.speedup)} | {_pct(row.efficiency)} | "
-                     f"{', '.join(_x(s) for s in row.per_repetition)} |")
+                     f"{', '.join(_x(s) for s in row.per_repetition)} |"
+                     + (f" {_pct(row.share_of_ceiling)} |" if ceiling else ""))
+    if ceiling:
+        efficiency = ceiling.speedup.value / CEILING_CPUS if ceiling.speedup else None
+        lines.append(f"| {ceiling_name(ceiling)} | {rate(ceiling.standalone_rate)} | {rate(ceiling.two_cpus_rate)} | "
+                     f"{figure(ceiling.speedup)} | {_pct(efficiency)} | "
+                     f"{', '.join(_x(s) for s in ceiling.per_repetition)} | 100.0% |")
     lines.append(f"| the article (2017) | 98 | 170 | {ARTICLE_SPEEDUP:.2f}x | "
-                 f"{100 * ARTICLE_SPEEDUP / ARTICLE_WORKERS:.1f}% | |")
+                 f"{100 * ARTICLE_SPEEDUP / ARTICLE_WORKERS:.1f}% | |" + (" |" if ceiling else ""))
     if r.baseline:
         base = r.baseline
         lines += ["", f"the lesson's baseline: its standalone runs at {figure(base.ratio)} of the article's "
@@ -134,15 +156,30 @@ def _errors(estimates: Sequence[Estimate | None]) -> tuple[list[float], list[lis
     return values, [below, above]
 
 
+# The bars of the bench's plot: one colour per row, the ceiling's last.
+BAR_COLOURS = ("tab:blue", "tab:cyan", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive")
+CEILING_COLOUR = "tab:gray"
+
+
+def bench_bars(r: BenchResults) -> list[tuple[str, Estimate | None, list[float | None], str]]:
+    """Each bar of the plot: its label, its speed-up, its per-repetition figures, its colour."""
+    bars = [(f"{row.program}\n{row.tuning}", row.speedup, row.per_repetition, BAR_COLOURS[i % len(BAR_COLOURS)])
+            for i, row in enumerate(r.rows)]
+    if r.ceiling:
+        bars.append((f"ceiling\n{CEILING_CPUS} at once", r.ceiling.speedup, r.ceiling.per_repetition, CEILING_COLOUR))
+    return bars
+
+
 def plot_bench(r: BenchResults, path: Path) -> Path:
     fig, (left, right) = new_figure(11, 4.4, columns=2)
-    names = [row.name.replace(" program, ", "\n") for row in r.rows]
+    bars = bench_bars(r)
+    names = [name for name, _, _, _ in bars]
     x = list(range(len(names)))
-    for i, row in enumerate(r.rows):
-        left.scatter([i] * len(row.per_repetition), [s or 0 for s in row.per_repetition], color="grey",
+    for i, (_, _, per_repetition, _) in enumerate(bars):
+        left.scatter([i] * len(per_repetition), [s or 0 for s in per_repetition], color="grey",
                      s=12, zorder=3, label="a repetition" if i == 0 else None)
-    values, errors = _errors([row.speedup for row in r.rows])
-    left.bar(x, values, yerr=errors, capsize=4, color=["tab:blue", "tab:cyan", "tab:green"][:len(names)])
+    values, errors = _errors([speedup for _, speedup, _, _ in bars])
+    left.bar(x, values, yerr=errors, capsize=4, color=[colour for _, _, _, colour in bars])
     left.axhline(r.workers, color="black", linestyle="--", linewidth=1, label=f"limit ({r.workers}x)")
     left.axhline(r.target.speedup, color="tab:green", linestyle=":", linewidth=1,
                  label=f"target ({r.target.speedup:.2f}x)")

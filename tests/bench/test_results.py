@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from statistics import median
 from pathlib import Path
 
 import pytest
 
-from reprokit.bench.comparison import ROWS, ablation_rows, baseline, bench_rows
+from reprokit.bench.comparison import ROWS, ablation_rows, baseline, bench_rows, rows_for
 from reprokit.bench.documents import ResultsFormatError
 from reprokit.bench.results import (
     ALL_CHANGES,
@@ -18,6 +19,7 @@ from reprokit.bench.results import (
     NetworkResults,
     Repetition,
     SweepResults,
+    ceiling_of,
 )
 from reprokit.judge.intervals import ratio_estimate, rate_estimate
 from tests.support import SAMPLES
@@ -134,3 +136,81 @@ def test_a_file_without_a_format_version_is_refused_too(tmp_path: Path) -> None:
                                 if key != "format_version"}))
     with pytest.raises(ResultsFormatError, match="format version None"):
         BenchResults.load(path)
+
+
+# --- the machine's ceiling ------------------------------------------------------------------
+
+TF2_ROWS = rows_for(["article", "lesson", "tf2-mirrored", "tf2-ps"])
+
+
+def tf2_repetition(scale: float) -> Repetition:
+    """The three rows' runs, the tf2 programs' one standalone and clusters, and the ceiling's two
+    concurrent standalones (each a little slower than one alone)."""
+    base = repetition(scale)
+    tf2 = run("standalone", "tf2-mirrored", *(80 * scale + d for d in (-1, 0, 2, 1, -2)))
+    return Repetition(
+        {**base.standalone, "tf2-mirrored": tf2, "tf2-ps": tf2},
+        [*base.clusters, run("cluster", "tf2-mirrored", *(140 * scale + d for d in (-2, 0, 3, 1, -1))),
+         run("cluster", "tf2-ps", *(110 * scale + d for d in (-3, 1, 0, 2, -1)))],
+        ceiling=[run("standalone", "tf2-mirrored", *(76 * scale + d for d in (-1, 0, 1, 2, -2))),
+                 run("standalone", "tf2-mirrored", *(74 * scale + d for d in (0, 1, -1, 2, -2)))])
+
+
+TF2_REPS = [tf2_repetition(1.0), tf2_repetition(0.95), tf2_repetition(1.1)]
+
+
+def test_the_ceiling_is_the_one_estimator_over_both_concurrent_runs_doubled_against_one_alone() -> None:
+    """Two CPUs' worth: each concurrent run's step rates, pooled and doubled, over the tf2
+    standalone alone of the same repetition."""
+    found = ceiling_of("tf2-mirrored", TF2_REPS)
+    assert found is not None and found.speedup is not None
+    two_cpus = [[2 * r for run in rep.ceiling for r in run.step_rates] for rep in TF2_REPS]
+    assert ratio_estimate([(both, rep.standalone["tf2-mirrored"].step_rates)
+                           for both, rep in zip(two_cpus, TF2_REPS)]) == found.speedup
+    assert rate_estimate(two_cpus) == found.two_cpus_rate
+    assert rate_estimate([rep.standalone["tf2-mirrored"].step_rates for rep in TF2_REPS]) == found.standalone_rate
+    assert [median(both) / median(rep.standalone["tf2-mirrored"].step_rates)
+            for both, rep in zip(two_cpus, TF2_REPS)] == pytest.approx(found.per_repetition)
+    assert 3 == found.speedup.n and 1.8 < found.speedup.value < 2.0
+    assert 6 == len(found.folders)
+
+
+def test_without_ceiling_runs_there_is_no_ceiling_and_without_step_rates_no_figure() -> None:
+    assert ceiling_of("tf2-mirrored", REPS) is None
+    reps = [tf2_repetition(1.0)]
+    reps[0].ceiling[1] = run("standalone", "tf2-mirrored")
+    found = ceiling_of("tf2-mirrored", reps)
+    assert found is not None and (None, None) == (found.speedup, found.two_cpus_rate)
+
+
+def test_every_row_is_also_a_share_of_the_ceiling() -> None:
+    """A row's speed-up over the ceiling's: the tf2 rows against the standalone they share."""
+    ceiling = ceiling_of("tf2-mirrored", TF2_REPS)
+    assert ceiling is not None and ceiling.speedup is not None
+    table = bench_rows(TF2_ROWS, TF2_REPS, workers=2, ceiling=ceiling)
+    for row in table:
+        assert row.speedup is not None
+        assert pytest.approx(row.speedup.value / ceiling.speedup.value) == row.share_of_ceiling
+    tf2_ps = table[-1]
+    assert ratio_estimate([(rep.clusters[-1].step_rates, rep.standalone["tf2-mirrored"].step_rates)
+                           for rep in TF2_REPS]) == tf2_ps.speedup
+    assert [None] * 3 == [row.share_of_ceiling for row in bench_rows(ROWS, REPS, workers=2)]
+
+
+def test_the_tf2_rows_leave_the_ablation_and_the_baseline_as_they_were() -> None:
+    """The ablation and the baseline are the article's and the lesson's: tf2 rows change neither."""
+    table = bench_rows(TF2_ROWS, TF2_REPS, workers=2)
+    ablation = ablation_rows(TF2_ROWS, table, TF2_REPS, [(rep.variants, rep) for rep in TF2_REPS])
+    assert (table[2].speedup, table[0].speedup) == (ablation[-1].speedup, ablation[0].speedup)
+    found = baseline(TF2_REPS)
+    assert found is not None and found.ratio == ratio_estimate(
+        [(rep.standalone["lesson"].step_rates, rep.standalone["article"].step_rates) for rep in TF2_REPS])
+
+
+def test_a_bench_with_a_ceiling_reads_back_unchanged(tmp_path: Path) -> None:
+    sample = BenchResults.load(SAMPLE)
+    ceiling = ceiling_of("tf2-mirrored", TF2_REPS)
+    results = replace(sample, repetition_results=TF2_REPS, ceiling=ceiling,
+                      rows=bench_rows(TF2_ROWS, TF2_REPS, workers=2, ceiling=ceiling))
+    assert results == BenchResults.load(results.write(tmp_path))
+    assert 2 == json.loads((tmp_path / "bench.json").read_text())["format_version"]

@@ -3,11 +3,24 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
-from reprokit.bench.results import BenchResults, SweepPoint, SweepProgram, SweepResults
-from reprokit.bench.tables import bench_lines, figure, gain, interval_line, plot_bench, plot_sweep, sweep_lines
+from reprokit.bench.comparison import bench_rows, rows_for
+from reprokit.bench.results import BenchResults, SweepPoint, SweepProgram, SweepResults, ceiling_of
+from reprokit.bench.tables import (
+    bench_bars,
+    bench_lines,
+    ceiling_name,
+    figure,
+    gain,
+    interval_line,
+    plot_bench,
+    plot_sweep,
+    sweep_lines,
+)
 from reprokit.judge.intervals import Estimate
+from tests.bench.test_results import TF2_REPS
 from tests.support import SAMPLES
 
 BENCH = BenchResults.load(SAMPLES / "bench" / "bench.json")
@@ -64,6 +77,46 @@ def test_where_the_variables_live_and_where_the_time_goes_are_shown() -> None:
 
 def test_the_plot_is_a_png(tmp_path: Path) -> None:
     assert plot_bench(BENCH, tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
+
+
+def with_a_ceiling() -> BenchResults:
+    """The sample with every program's rows and the ceiling, from made-up runs."""
+    ceiling = ceiling_of("tf2-mirrored", TF2_REPS)
+    rows = bench_rows(rows_for(["article", "lesson", "tf2-mirrored", "tf2-ps"]), TF2_REPS, 2, ceiling)
+    return replace(BENCH, repetition_results=TF2_REPS, rows=rows, ceiling=ceiling)
+
+
+def test_without_a_ceiling_the_table_has_no_share_column() -> None:
+    lines = bench_lines(BENCH)
+    assert BENCH.ceiling is None
+    assert "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition |" in lines
+    assert not any("ceiling" in line for line in lines)
+
+
+def test_the_ceiling_is_a_row_and_every_row_shows_its_share_of_it() -> None:
+    results = with_a_ceiling()
+    assert results.ceiling is not None and results.ceiling.speedup is not None
+    lines = bench_lines(results)
+    assert "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition | share of ceiling |" \
+        in lines
+    (row,) = [line for line in lines if line.startswith(f"| {ceiling_name(results.ceiling)} |")]
+    assert f"| {figure(results.ceiling.speedup)} |" in row and row.endswith("| 100.0% |")
+    for bench_row in results.rows:
+        (line,) = [line for line in lines if line.startswith(f"| {bench_row.name} |")]
+        assert line.endswith(f" {100 * (bench_row.share_of_ceiling or 0):.1f}% |")
+    assert any(line.startswith("ceiling: 2 tf2-mirrored standalones at once") and "without an interval" in line
+               for line in lines)
+
+
+def test_the_plot_has_the_ceiling_with_its_error_bar(tmp_path: Path) -> None:
+    """A bar per row, then the ceiling's: each its speed-up (the error bar) and its repetitions."""
+    results = with_a_ceiling()
+    assert results.ceiling is not None
+    bars = bench_bars(results)
+    assert [row.speedup for row in results.rows] + [results.ceiling.speedup] == [speedup for _, speedup, _, _ in bars]
+    assert ("ceiling\n2 at once", results.ceiling.per_repetition) == (bars[-1][0], bars[-1][2])
+    assert len({colour for _, _, _, colour in bars}) == len(bars)
+    assert plot_bench(results, tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
 
 
 def sweep_from_the_bench_sample() -> SweepResults:

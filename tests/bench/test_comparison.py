@@ -1,0 +1,109 @@
+"""`invoke bench`'s plan, without training: the rows the chosen programs make, the runs of one
+repetition (each standalone trainer file once, the ceiling beside a tf2 program), and the
+ceiling's two roles."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprokit.bench.comparison import ROWS, _repetition, ceiling_program, rows_for, standalone_runners
+from reprokit.bench.results import BenchRun
+from reprokit.bench.runs import CEILING_ROLES, ceiling_roles
+from reprokit.names import hostname
+from reprokit.options import Options, program_list
+from reprokit.run.local import LocalBackend
+from reprokit.run.request_ids import RequestIdFix
+from reprokit.run.tuning import Tuning
+
+TF2 = ["tf2-mirrored", "tf2-ps"]
+
+
+class FakeBench:
+    """Records each run a repetition asks for, in order; every run logs the same step rates."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str]] = []
+
+    def run(self, mode: str, workers: int = 2, label: str = "", *, program: str | None = None,
+            tuning: Tuning | None = None, **_: object) -> BenchRun:
+        name = program or "article"
+        self.calls.append((mode, name if tuning is None or tuning.name == "default" else f"{name}/{tuning.name}"))
+        return BenchRun(mode, workers, name, f"{len(self.calls):02d}-{mode}", 100.0, [99.0, 100.0, 101.0])
+
+    def run_ceiling(self, program: str) -> list[BenchRun]:
+        self.calls.append(("ceiling", program))
+        return [BenchRun("standalone", 1, program, f"{len(self.calls):02d}-ceiling", 95.0, [95.0, 96.0])] * 2
+
+
+def rows_of(programs: str) -> list[str]:
+    return [f"{row.program}/{row.tuning.name}" for row in rows_for(program_list(programs))]
+
+
+def test_the_default_programs_make_todays_three_rows() -> None:
+    """article,lesson: the article's program with TensorFlow's defaults and tuned, then the lesson's."""
+    assert ["article/default", "article/tuned", "lesson/default"] == rows_of("article,lesson")
+    assert ROWS == rows_for(["article", "lesson"])
+
+
+def test_every_program_but_the_articles_gets_one_row_with_its_defaults() -> None:
+    assert ["article/default", "article/tuned", "lesson/default", "tf2-mirrored/default", "tf2-ps/default"] \
+        == rows_of("all")
+    assert ["tf2-ps/default", "lesson/default"] == rows_of("tf2-ps,lesson,tf2-ps")
+
+
+def test_the_tf2_programs_share_one_standalone_run_as_they_share_its_trainer_file() -> None:
+    assert {"article": "article", "lesson": "lesson", "tf2-mirrored": "tf2-mirrored", "tf2-ps": "tf2-mirrored"} \
+        == standalone_runners(rows_for(program_list("all")))
+    assert {"tf2-ps": "tf2-ps", "tf2-mirrored": "tf2-ps"} == standalone_runners(rows_for(["tf2-ps", "tf2-mirrored"]))
+
+
+def test_only_a_tf2_program_brings_the_ceiling() -> None:
+    assert (None, "tf2-mirrored") == (ceiling_program(ROWS), ceiling_program(rows_for(program_list("all"))))
+
+
+def test_a_repetition_runs_each_standalone_trainer_file_once_then_the_clusters_then_the_ceiling() -> None:
+    bench = FakeBench()
+    rows = rows_for(program_list("all"))
+    rep = _repetition(bench, rows, 2, False, None)  # type: ignore[arg-type]  # the fake has Bench's two calls
+    assert [("standalone", "article"), ("standalone", "lesson"), ("standalone", "tf2-mirrored"),
+            ("cluster", "article"), ("cluster", "article/tuned"), ("cluster", "lesson"),
+            ("cluster", "tf2-mirrored"), ("cluster", "tf2-ps"), ("ceiling", "tf2-mirrored")] == bench.calls
+    assert rep.standalone["tf2-ps"] is rep.standalone["tf2-mirrored"]
+    assert [row.program for row in rows] == [run.program for run in rep.clusters]
+    assert 2 == len(rep.ceiling)
+
+
+def test_every_other_repetition_runs_the_same_jobs_in_reverse() -> None:
+    forward, backward = FakeBench(), FakeBench()
+    rows = rows_for(program_list("all"))
+    _repetition(forward, rows, 2, False, None)  # type: ignore[arg-type]
+    _repetition(backward, rows, 2, True, None)  # type: ignore[arg-type]
+    assert forward.calls[::-1] == backward.calls
+
+
+def test_without_a_tf2_program_a_repetition_is_as_before_and_has_no_ceiling() -> None:
+    bench = FakeBench()
+    rep = _repetition(bench, ROWS, 2, False, None)  # type: ignore[arg-type]
+    assert [("standalone", "article"), ("standalone", "lesson"), ("cluster", "article"),
+            ("cluster", "article/tuned"), ("cluster", "lesson")] == bench.calls
+    assert ({"article", "lesson"}, []) == (set(rep.standalone), rep.ceiling)
+
+
+def test_the_ceiling_is_two_standalones_each_on_its_own_cpu_with_its_own_train_dir(tmp_path: Path) -> None:
+    """The main role starts last; the other one's end (exit 0) is not a death."""
+    options = Options(31, 1, "spread", "synthetic", 100, program="tf2-ps")
+    second, first = ceiling_roles(options, LocalBackend("none"), tmp_path / "src", tmp_path / "data",
+                                  tmp_path / "run", RequestIdFix(None), [4, 7])
+    assert (("standalone1", "7", True), ("standalone", "4", False)) == \
+        ((second.name, second.cpus, second.ends_itself), (first.name, first.cpus, first.ends_itself))
+    assert f"{tmp_path / 'src'}/cifar10_tf2_standalone_train.py" in first.argv
+    assert f"--train_dir={tmp_path / 'run' / 'train0'}" in first.argv
+    assert f"--train_dir={tmp_path / 'run' / 'train1'}" in second.argv
+    assert ("tf_standalone", "tf_standalone1") == (hostname("standalone"), hostname("standalone1"))
+    assert ("standalone", "standalone1") == CEILING_ROLES
+
+
+def test_on_one_cpu_the_ceilings_standalones_share_it(tmp_path: Path) -> None:
+    options = Options(31, 1, "spread", "synthetic", 100, program="tf2-mirrored")
+    roles = ceiling_roles(options, LocalBackend("none"), tmp_path, tmp_path, tmp_path, RequestIdFix(None), [3])
+    assert ["3", "3"] == [role.cpus for role in roles]
