@@ -15,7 +15,8 @@ from tests.support import REPO
 
 TRAINER = "cifar10_multi_gpu_train.py"
 SERIES = ["cifar10_standalone_train.patch", "cifar10_cluster_train.patch",
-          "cifar10_lesson_standalone_train.patch", "cifar10_lesson_cluster_train.patch"]
+          "cifar10_lesson_standalone_train.patch", "cifar10_lesson_cluster_train.patch",
+          "cifar10_tf2_standalone_train.patch", "cifar10_tf2_mirrored_train.patch", "cifar10_tf2_ps_train.patch"]
 
 
 def edit_line(path: Path, index: int, text: str) -> None:
@@ -36,11 +37,12 @@ def test_the_strict_walk_applies_every_patch_in_series_order_stacking_the_lesson
 
 
 def test_the_strict_walk_holds_upstreams_files_as_they_are_then_each_made_file() -> None:
-    """The files are upstream's *.py, byte for byte, then the four trainers in series order."""
+    """The files are upstream's *.py, byte for byte, then the seven trainers in series order."""
     walked = series.walk(REPO / "upstream", REPO / "patches", strict=True)
     upstream = sorted(p.name for p in (REPO / "upstream").glob("*.py"))
     made = ["cifar10_standalone_train.py", "cifar10_cluster_train.py", "cifar10_lesson_standalone_train.py",
-            "cifar10_lesson_cluster_train.py"]
+            "cifar10_lesson_cluster_train.py", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py",
+            "cifar10_tf2_ps_train.py"]
     assert upstream + made == list(walked.files)
     assert (REPO / "upstream" / "cifar10.py").read_text() == walked.files["cifar10.py"]
 
@@ -51,7 +53,7 @@ def test_the_strict_walk_refuses_a_drifted_upstream_the_tolerant_one_walks_it(ki
     with pytest.raises(UpstreamDriftError, match=f"upstream/{TRAINER} has sha256"):
         series.walk(kit / "upstream", kit / "patches", strict=True)
     walked = series.walk(kit / "upstream", kit / "patches", strict=False)
-    standalone, cluster, _, _ = walked.steps
+    standalone, cluster, *_ = walked.steps
     assert [] == standalone.errors
     assert 1 == len(cluster.errors)
     error = cluster.errors[0]
@@ -75,12 +77,13 @@ def test_the_tolerant_walk_goes_on_past_a_failed_patch_to_the_patches_that_do_no
     """The cluster patch fails: the lesson's cluster patch has no source; the lesson's standalone one applies."""
     edit_line(kit / "upstream" / TRAINER, 187, "    # edited")
     walked = series.walk(kit / "upstream", kit / "patches", strict=False)
-    _, _, lesson_standalone, lesson_cluster = walked.steps
+    _, _, lesson_standalone, lesson_cluster, *_ = walked.steps
     assert (True, []) == (lesson_standalone.source is not None, lesson_standalone.errors)
     assert lesson_cluster.source is None
     assert ["cifar10_lesson_cluster_train.patch patches cifar10_cluster_train.py, which neither upstream/ nor an "
             "earlier patch of the series makes"] == [e.message for e in lesson_cluster.errors]
     assert "cifar10_cluster_train.py" not in walked.files
+    # The edited line reaches the lesson's standalone too, and the tf2 patch rewrites it: it fails.
     assert ["cifar10_standalone_train.patch", "cifar10_lesson_standalone_train.patch"] == [
         patch.name for patch, _ in walked.applied()]
 

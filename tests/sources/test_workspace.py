@@ -273,11 +273,11 @@ def test_a_patch_of_a_file_upstream_lacks_is_refused(kit, patch_sample):
 def test_states_say_not_applied_then_applied_then_conflicting(kit, out):
     """Each patch's state follows the folder: absent, current, then edited by hand."""
     args = (kit / "upstream", kit / "patches", out)
-    assert ["not applied"] * 4 == [s.state for s in workspace.states(*args)]
+    assert ["not applied"] * 7 == [s.state for s in workspace.states(*args)]
     apply(kit)
-    assert ["applied"] * 4 == [s.state for s in workspace.states(*args)]
+    assert ["applied"] * 7 == [s.state for s in workspace.states(*args)]
     (out / "cifar10_cluster_train.py").write_text("edited\n")
-    standalone, cluster, *lesson = workspace.states(*args)
-    assert ("applied", "conflicting", ["applied", "applied"]) == (standalone.state, cluster.state,
-                                                                    [s.state for s in lesson])
+    standalone, cluster, *stacked = workspace.states(*args)
+    assert ("applied", "conflicting", ["applied"] * 5) == (standalone.state, cluster.state,
+                                                         [s.state for s in stacked])
     assert "run `invoke apply-patches --force`" in cluster.detail
