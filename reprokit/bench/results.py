@@ -131,12 +131,12 @@ def ceiling_of(program: str, reps: Sequence[Repetition]) -> Ceiling | None:
         return None
     pairs = [(rep.ceiling, rep.standalone[program]) for rep in measured]
     complete = all(run.step_rates for runs, alone in pairs for run in (*runs, alone))
+    doubled = [(two_cpus(runs), alone) for runs, alone in pairs]
     return Ceiling(
-        program, ratio_estimate([(two_cpus(runs), alone.step_rates) for runs, alone in pairs]) if complete else None,
+        program, ratio_estimate([(both, alone.step_rates) for both, alone in doubled]) if complete else None,
         rate_of([alone for _, alone in pairs]),
-        rate_estimate([two_cpus(runs) for runs, _ in pairs]) if complete else None,
-        [statistics.median(two_cpus(runs)) / alone.rate if two_cpus(runs) and alone.rate else None
-         for runs, alone in pairs],
+        rate_estimate([both for both, _ in doubled]) if complete else None,
+        [statistics.median(both) / alone.rate if both and alone.rate else None for both, alone in doubled],
         [run.folder for runs, _ in pairs for run in runs])
 
 

@@ -75,7 +75,7 @@ def _ceiling_lines(ceiling: Ceiling | None) -> list[str]:
     if ceiling is None:
         return []
     return [f"ceiling: {CEILING_CPUS} {ceiling.program} standalones at once, each pinned to one CPU, their step "
-            f"rates pooled and doubled, over one alone; share of ceiling = a row's speed-up / the ceiling's "
+            "rates pooled and doubled, over one alone; share of ceiling = a row's speed-up / the ceiling's "
             "(a ratio of two estimates, shown without an interval of its own)"]
 
 

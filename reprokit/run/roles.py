@@ -152,20 +152,27 @@ class Trainer:
 
 
 def server_args(cluster: Cluster, job: str, task: int, *, python: str, role_server: str,
-                threads: tuple[int, int] = (0, 0)) -> list[str]:
-    """role_server.py serving one task of the ClusterSpec, with its thread pools if set."""
-    argv = [python, role_server, "--cluster", json.dumps(cluster.spec), "--job", job, "--task", str(task)]
+                threads: tuple[int, int] = (0, 0), from_tf_config: bool = False) -> list[str]:
+    """role_server.py serving one task of the ClusterSpec, told by its flags or, with
+    ``from_tf_config``, by the TF_CONFIG of its environment; with its thread pools if set."""
+    told = ["--from-tf-config"] if from_tf_config else [
+        "--cluster", json.dumps(cluster.spec), "--job", job, "--task", str(task)]
+    argv = [python, role_server, *told]
     if threads != (0, 0):
         argv += ["--intra-op-threads", str(threads[0]), "--inter-op-threads", str(threads[1])]
     return argv
 
 
 def server_role(cluster: Cluster, job: str, task: int, *, python: str, role_server: str, cpus: str,
-                threads: tuple[int, int] = (0, 0), env: dict[str, str] | None = None) -> RoleSpec:
-    """A ps or worker task: role_server.py serving its slot of the ClusterSpec."""
+                threads: tuple[int, int] = (0, 0), env: dict[str, str] | None = None,
+                config: str | None = None) -> RoleSpec:
+    """A ps or worker task: role_server.py serving its slot of the ClusterSpec, or, given a
+    TF_CONFIG ``config``, the slot that TF_CONFIG names."""
     name = server_name(job, task)
-    argv = server_args(cluster, job, task, python=python, role_server=role_server, threads=threads)
-    return RoleSpec(name, argv, cpus, {**BASE_ENV, **(env or {})}, cluster.addresses()[name])
+    argv = server_args(cluster, job, task, python=python, role_server=role_server, threads=threads,
+                       from_tf_config=config is not None)
+    told = {} if config is None else {"TF_CONFIG": config}
+    return RoleSpec(name, argv, cpus, {**BASE_ENV, **(env or {}), **told}, cluster.addresses()[name])
 
 
 def client_role(cluster: Cluster, training: TrainingArgs, trainer: Trainer, *, cpus: str,
@@ -246,13 +253,10 @@ def coordinated_roles(cluster: Cluster, training: TrainingArgs, trainer: Trainer
                        "swarm backend, which give the client one")
     spec = {"chief": [cluster.chief], "ps": [cluster.ps], "worker": list(cluster.workers)}
     threads = (threads[0], max(threads[1], COORDINATED_SERVER_INTER_OP))
-    servers = []
-    for job, task in [("ps", 0), *(("worker", i) for i in range(len(cluster.workers)))]:
-        name = server_name(job, task)
-        argv = [trainer.python, role_server, "--from-tf-config", "--intra-op-threads", str(threads[0]),
-                "--inter-op-threads", str(threads[1])]
-        role_env = {**BASE_ENV, **(server_env or {}), "TF_CONFIG": tf_config(spec, job, task)}
-        servers.append(RoleSpec(name, argv, cpus[name], role_env, cluster.addresses()[name]))
+    servers = [server_role(cluster, job, task, python=trainer.python, role_server=role_server,
+                           cpus=cpus[server_name(job, task)], threads=threads, env=server_env,
+                           config=tf_config(spec, job, task))
+               for job, task in [("ps", 0), *(("worker", i) for i in range(len(cluster.workers)))]]
     wait = WaitFor(tuple(cluster.addresses().values()), role_server) if client_waits else None
     client_env = {**BASE_ENV, **trainer.env(), **(env or {}), "TF_CONFIG": tf_config(spec, "chief", 0)}
     client = RoleSpec(CLIENT, trainer.argv(training.flags(), wait=wait), cpus[CLIENT], client_env,
