@@ -173,12 +173,14 @@ def report(c, run="latest"):
             "isolation": "auto | netns | none, as for reproduce",
             "loss_steps": "also run each program's cluster this long and put their last losses side by side "
                           "(e.g. 1000; default 0: off)",
-            "programs": "the rows' programs: article (default and tuned), lesson, tf2-mirrored, tf2-ps, "
+            "programs": "the rows' programs: article, lesson, tf2-mirrored, tf2-ps, "
                         "comma-separated, or all (default: bench_programs in invoke.yaml); a tf2 one adds "
-                        "the machine's ceiling"})
-def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_steps=None, programs=None):
-    """Benchmark: the article's program (default, tuned), the lesson's (or --programs) side by side; ablation; plot."""
-    _run(views.bench, c, BenchRequest(repetitions, steps, source, isolation, loss_steps, programs))
+                        "the machine's ceiling",
+            "tunings": "the article's rows' kit settings: default, or default,tuned for a row with the kit's "
+                       "tuned settings too (default: bench_tunings in invoke.yaml)"})
+def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_steps=None, programs=None, tunings=None):
+    """Benchmark: the article's program and the lesson's (or --programs) side by side; ablation; plot."""
+    _run(views.bench, c, BenchRequest(repetitions, steps, source, isolation, loss_steps, programs, tunings))
 
 
 @task(help={"workers": "comma-separated worker counts (default 1,2,4; with --link one count, default 2)",

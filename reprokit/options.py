@@ -79,6 +79,12 @@ def program_list(text: str) -> list[str]:
         [one_of(text, "program", PROGRAMS)]
 
 
+def tuning_list(text: str) -> list[str]:
+    """'default,tuned' -> both, each a profile of reprokit.run.tuning, in order and once each."""
+    names = [profile(item.strip()).name for item in text.split(",") if item.strip()]
+    return list(dict.fromkeys(names)) or [profile(text).name]
+
+
 def run_options(settings: Settings, *, steps: Given, workers: Given, layout: str, cpus: str, source: str,
                 run_id: str | None, tuning: str, program: str, modes: tuple[str, ...] = MODES) -> Options:
     """The options of a run, every one checked: the one check of reproduce's, bench's and sweep's."""
@@ -147,6 +153,7 @@ class BenchOptions:
     isolation: str
     variants_each_repetition: bool  # the ablation's changes alone in every repetition, or once
     programs: list[str]  # the programs whose rows are benched, in order
+    tunings: list[str]  # the kit settings of the article's rows (only its session takes them)
 
 
 @dataclass(frozen=True)
@@ -157,6 +164,7 @@ class BenchRequest:
     isolation: str | None = None
     loss_steps: Given = None
     programs: str | None = None
+    tunings: str | None = None
 
     def check(self, s: Settings) -> BenchOptions:
         steps = self.steps if self.steps is not None else s.bench_steps
@@ -169,7 +177,8 @@ class BenchRequest:
                                                   else s.bench_repetitions, "repetitions"),
                             whole_number(self.loss_steps if self.loss_steps is not None else s.bench_loss_steps,
                                          "loss-steps", minimum=0), isolation, s.bench_ablation_each_repetition,
-                            program_list(self.programs or s.bench_programs))
+                            program_list(self.programs or s.bench_programs),
+                            tuning_list(self.tunings or s.bench_tunings))
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ class Settings:
     bench_loss_steps: int
     bench_ablation_each_repetition: bool
     bench_programs: str
+    bench_tunings: str
     sweep_steps: int
     sweep_workers: str
     network_workers: int

@@ -188,7 +188,7 @@ def bench(out: Out, s: Settings, request: optionslib.BenchRequest) -> BenchResul
     from reprokit.bench.tables import bench_lines, plot_bench
 
     asked = request.check(s)
-    rows = rows_for(asked.programs)
+    rows = rows_for(asked.programs, asked.tunings)
     backend = make_backend(s, "local", asked.isolation)
     out(f"bench: {asked.repetitions} repetitions of {len(rows)} rows ({'; '.join(r.name for r in rows)}), each with "
         f"its program's standalone (1 CPU) and its cluster (spread), {asked.options.steps} steps a run")

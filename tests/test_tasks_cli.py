@@ -308,12 +308,21 @@ def test_explain_patches_refuses_a_malformed_patch(cli_kit, patch_sample):
 
 # invoke bench (the check of its options only: a bench trains)
 
-def test_bench_help_names_its_programs_option_and_invoke_yamls_key(cli_kit):
+def test_bench_help_names_its_programs_and_tunings_options_and_invoke_yamls_keys(cli_kit):
     result = invoke(cli_kit, "--help", "bench")
     assert 0 == result.returncode
     text = " ".join(result.stdout.split())  # invoke wraps the help at the terminal's width
-    assert "--programs=STRING the rows' programs: article (default and tuned), lesson, tf2-mirrored" in text
+    assert "--programs=STRING the rows' programs: article, lesson, tf2-mirrored" in text
     assert "(default: bench_programs in invoke.yaml)" in text
+    assert "--tunings=STRING the article's rows' kit settings: default, or default,tuned" in text
+    assert "(default: bench_tunings in invoke.yaml)" in text
+
+
+def test_bench_refuses_an_unknown_tuning_before_anything_runs(cli_kit):
+    result = invoke(cli_kit, "bench", "--tunings", "default,fast")
+    assert 1 == result.returncode
+    assert "unknown tuning profile 'fast'" in result.stderr and "default, tuned" in result.stderr
+    assert not (cli_kit / "runs").exists()
 
 
 def test_bench_refuses_an_unknown_program_before_anything_runs(cli_kit):

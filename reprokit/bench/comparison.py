@@ -1,13 +1,14 @@
 """`invoke bench`: the chosen programs (by default the article's and the lesson's), measured side
 by side in one invocation.
 
-Rows (each a program with kit settings): the article's program with TensorFlow's defaults, the
-same with the kit's `tuned` settings, and every other chosen program with its defaults. Every
-repetition runs each standalone trainer file once (one CPU; the tf2 programs share one) and
-every row's cluster, in an order that is reversed every other repetition, so that drift on a
-shared machine hits all alike; a row's speed-up is its cluster's rate over its own program's
-standalone rate of the same repetition, combined over repetitions by the kit's one estimator
-with its 95% interval (reprokit.judge.intervals). The lesson's standalone must be no weaker than
+Rows (each a program with kit settings): the article's program with TensorFlow's defaults (and,
+asked for, with the kit's `tuned` settings), and every other chosen program with its defaults.
+Every repetition runs each standalone trainer file once (one CPU; the tf2 programs share one),
+each followed by the clusters of the rows it is the baseline of, in an order reversed every
+other repetition: a cluster runs next to its own standalone, so that the drift of a shared
+machine, which moves over minutes, touches both sides of a pair alike. A row's speed-up is its
+cluster's rate over its own program's standalone rate of the same repetition, combined over
+repetitions by the kit's one estimator with its 95% interval (reprokit.judge.intervals). The lesson's standalone must be no weaker than
 the article's (>= 0.95 of it), or its speed-up would come from a weaker baseline.
 
 When a tf2 program is benched, every repetition also measures the machine's ceiling: two tf2
@@ -77,13 +78,11 @@ class Row:
         return f"{self.program} program, {self.tuning.name} settings"
 
 
-def rows_for(programs: Sequence[str]) -> tuple[Row, ...]:
-    """The rows of the chosen programs, in their order: the article's with TensorFlow's defaults
-    and with the kit's `tuned` settings (which only its session can take), every other with its
-    defaults."""
-    tunings = {"article": ("default", "tuned")}
+def rows_for(programs: Sequence[str], tunings: Sequence[str] = ("default",)) -> tuple[Row, ...]:
+    """The rows of the chosen programs, in their order: the article's with each of ``tunings``
+    (only its session takes the kit's settings), every other with its defaults."""
     return tuple(Row(program, PROFILES[name]) for program in dict.fromkeys(programs)
-                 for name in tunings.get(program, ("default",)))
+                 for name in (dict.fromkeys(tunings) if program == "article" else ("default",)))
 
 
 ROWS = rows_for(["article", "lesson"])
@@ -118,8 +117,11 @@ def _repetition(bench: Bench, rows: tuple[Row, ...], workers: int, reverse: bool
     (reversed) order."""
     runners = standalone_runners(rows)
     ceiling = ceiling_program(rows)
-    jobs = [("standalone", p) for p in dict.fromkeys(runners.values())]
-    jobs += [("cluster", str(i)) for i in range(len(rows))] + ([("ceiling", ceiling)] if ceiling else [])
+    jobs = []
+    for runner in dict.fromkeys(runners.values()):
+        jobs += [("standalone", runner)] + [("cluster", str(i)) for i, row in enumerate(rows)
+                                            if runners[row.program] == runner]
+        jobs += [("ceiling", ceiling)] if ceiling and runner == runners[ceiling] else []
     jobs += [("variant", change) for change in (variants.trainers if variants else {})]
     found: dict[tuple[str, str], list[BenchRun]] = {}
     for kind, key in (reversed(jobs) if reverse else jobs):

@@ -6,11 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprokit.bench.comparison import ROWS, _repetition, ceiling_program, rows_for, standalone_runners
 from reprokit.bench.results import BenchRun
 from reprokit.bench.runs import CEILING_ROLES, ceiling_roles
 from reprokit.names import hostname
-from reprokit.options import Options, program_list
+from reprokit.errors import KitError
+from reprokit.options import Options, program_list, tuning_list
 from reprokit.run.local import LocalBackend
 from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.tuning import Tuning
@@ -35,20 +38,28 @@ class FakeBench:
         return [BenchRun("standalone", 1, program, f"{len(self.calls):02d}-ceiling", 95.0, [95.0, 96.0])] * 2
 
 
-def rows_of(programs: str) -> list[str]:
-    return [f"{row.program}/{row.tuning.name}" for row in rows_for(program_list(programs))]
+def rows_of(programs: str, tunings: str = "default") -> list[str]:
+    return [f"{row.program}/{row.tuning.name}" for row in rows_for(program_list(programs), tuning_list(tunings))]
 
 
-def test_the_default_programs_make_todays_three_rows() -> None:
-    """article,lesson: the article's program with TensorFlow's defaults and tuned, then the lesson's."""
-    assert ["article/default", "article/tuned", "lesson/default"] == rows_of("article,lesson")
+def test_the_default_programs_make_two_rows_and_the_tuned_row_is_asked_for() -> None:
+    """article,lesson: the article's program with TensorFlow's defaults, then the lesson's; the
+    kit's tuned settings make a row only when asked for (--tunings default,tuned)."""
+    assert ["article/default", "lesson/default"] == rows_of("article,lesson")
+    assert ["article/default", "article/tuned", "lesson/default"] == rows_of("article,lesson", "default,tuned")
+    assert ["article/tuned", "lesson/default"] == rows_of("article,lesson", "tuned,tuned")
     assert ROWS == rows_for(["article", "lesson"])
+
+
+def test_an_unknown_tuning_is_refused_naming_the_known_ones() -> None:
+    with pytest.raises(KitError, match="(?s)unknown tuning profile 'fast'.*default, tuned"):
+        tuning_list("default,fast")
 
 
 def test_every_program_but_the_articles_gets_one_row_with_its_defaults() -> None:
     assert ["article/default", "article/tuned", "lesson/default", "tf2-mirrored/default", "tf2-ps/default"] \
-        == rows_of("all")
-    assert ["tf2-ps/default", "lesson/default"] == rows_of("tf2-ps,lesson,tf2-ps")
+        == rows_of("all", "default,tuned")
+    assert ["tf2-ps/default", "lesson/default"] == rows_of("tf2-ps,lesson,tf2-ps", "default,tuned")
 
 
 def test_the_tf2_programs_share_one_standalone_run_as_they_share_its_trainer_file() -> None:
@@ -61,13 +72,16 @@ def test_only_a_tf2_program_brings_the_ceiling() -> None:
     assert (None, "tf2-mirrored") == (ceiling_program(ROWS), ceiling_program(rows_for(program_list("all"))))
 
 
-def test_a_repetition_runs_each_standalone_trainer_file_once_then_the_clusters_then_the_ceiling() -> None:
+def test_a_repetition_runs_each_standalone_then_the_clusters_it_is_the_baseline_of() -> None:
+    """Each cluster runs next to its own standalone, so that drift touches a pair alike; the tf2
+    programs' shared standalone is followed by both their clusters and the ceiling."""
     bench = FakeBench()
-    rows = rows_for(program_list("all"))
+    rows = rows_for(program_list("all"), tuning_list("default,tuned"))
     rep = _repetition(bench, rows, 2, False, None)  # type: ignore[arg-type]  # the fake has Bench's two calls
-    assert [("standalone", "article"), ("standalone", "lesson"), ("standalone", "tf2-mirrored"),
-            ("cluster", "article"), ("cluster", "article/tuned"), ("cluster", "lesson"),
-            ("cluster", "tf2-mirrored"), ("cluster", "tf2-ps"), ("ceiling", "tf2-mirrored")] == bench.calls
+    assert [("standalone", "article"), ("cluster", "article"), ("cluster", "article/tuned"),
+            ("standalone", "lesson"), ("cluster", "lesson"),
+            ("standalone", "tf2-mirrored"), ("cluster", "tf2-mirrored"), ("cluster", "tf2-ps"),
+            ("ceiling", "tf2-mirrored")] == bench.calls
     assert rep.standalone["tf2-ps"] is rep.standalone["tf2-mirrored"]
     assert [row.program for row in rows] == [run.program for run in rep.clusters]
     assert 2 == len(rep.ceiling)
@@ -81,11 +95,11 @@ def test_every_other_repetition_runs_the_same_jobs_in_reverse() -> None:
     assert forward.calls[::-1] == backward.calls
 
 
-def test_without_a_tf2_program_a_repetition_is_as_before_and_has_no_ceiling() -> None:
+def test_the_default_repetition_pairs_each_cluster_with_its_standalone_and_has_no_ceiling() -> None:
     bench = FakeBench()
     rep = _repetition(bench, ROWS, 2, False, None)  # type: ignore[arg-type]
-    assert [("standalone", "article"), ("standalone", "lesson"), ("cluster", "article"),
-            ("cluster", "article/tuned"), ("cluster", "lesson")] == bench.calls
+    assert [("standalone", "article"), ("cluster", "article"), ("standalone", "lesson"),
+            ("cluster", "lesson")] == bench.calls
     assert ({"article", "lesson"}, []) == (set(rep.standalone), rep.ceiling)
 
 

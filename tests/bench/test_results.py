@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.bench.comparison import ROWS, ablation_rows, baseline, bench_rows, rows_for
+from reprokit.bench.comparison import ablation_rows, baseline, bench_rows, rows_for
 from reprokit.bench.documents import ResultsFormatError
 from reprokit.bench.results import (
     ALL_CHANGES,
@@ -46,6 +46,7 @@ def repetition(scale: float) -> Repetition:
 
 
 REPS = [repetition(1.0), repetition(0.9), repetition(1.05)]
+ROWS = rows_for(["article", "lesson"], ["default", "tuned"])  # the three rows of repetition()
 
 
 def test_a_rows_speedup_is_the_one_estimator_over_its_repetitions_pairs() -> None:
@@ -140,7 +141,7 @@ def test_a_file_without_a_format_version_is_refused_too(tmp_path: Path) -> None:
 
 # --- the machine's ceiling ------------------------------------------------------------------
 
-TF2_ROWS = rows_for(["article", "lesson", "tf2-mirrored", "tf2-ps"])
+TF2_ROWS = rows_for(["article", "lesson", "tf2-mirrored", "tf2-ps"], ["default", "tuned"])
 
 
 def tf2_repetition(scale: float) -> Repetition:
