@@ -66,6 +66,7 @@ from reprokit.sources.programs import CLUSTER_SHAPES, PROGRAMS, SESSION
 TARGET_SPEEDUP = 1.85  # the lesson's target on 2 workers (the limit is 2.00x)
 BASELINE_FLOOR = 0.95  # the lesson's standalone against the article's, in the same invocation
 TRACE_STEP = 25
+TRACED_PROGRAMS = ("lesson", "tf2-mirrored")  # beside the article's, when benched
 
 
 @dataclass(frozen=True)
@@ -230,18 +231,22 @@ def _placement(run: BenchRun) -> dict[str, str]:
     return {str(name): str(device) for name, device in variables.items()}
 
 
-def _extras(bench: Bench, workers: int, lesson: bool) -> tuple[dict[str, StepBreakdown], dict[str, dict[str, str]],
-                                                                BenchRun]:
-    """Traced steps, where each program puts its variables, and the input-free bound."""
+def _extras(bench: Bench, workers: int, programs: Sequence[str]) -> tuple[dict[str, StepBreakdown],
+                                                                          dict[str, dict[str, str]], BenchRun]:
+    """Traced steps, where each program puts its variables, and the input-free bound. The
+    coordinator of tf2-ps schedules its steps onto the workers and cannot be traced
+    (reprokit.bench.tf2_trace): its CPU per role says where its time goes."""
     traced = {"article standalone": bench.run("standalone", label="-trace", trace_step=TRACE_STEP),
               "article cluster": bench.run("cluster", workers, "-trace", trace_step=TRACE_STEP)}
-    if lesson:
-        traced["lesson cluster"] = bench.run("cluster", workers, "-lesson-trace", program="lesson",
-                                             trace_step=TRACE_STEP)
+    for program in TRACED_PROGRAMS:
+        if program in programs:
+            traced[f"{program} cluster"] = bench.run("cluster", workers, f"-{program}-trace", program=program,
+                                                     trace_step=TRACE_STEP)
     bound = bench.run("standalone", label="-input-free", input_free=True)
     # probe.json's trace is what reprokit.bench.probe wrote with the Trace shape.
     steps = {name: breakdown(cast(Trace, run.probe["trace"])) for name, run in traced.items() if "trace" in run.probe}
-    placement = {name.split()[0]: _placement(run) for name, run in traced.items() if name.endswith("cluster")}
+    placement = {name.split()[0]: _placement(run) for name, run in traced.items()
+                 if name.endswith("cluster") and _placement(run)}  # a TF2 probe reports no variables
     return steps, placement, bound
 
 
@@ -288,7 +293,7 @@ def run_bench(settings: Settings, backend: Backend, options: Options, *, repetit
     ceiling = ceiling_of(program, reps) if program else None
     table = bench_rows(rows, reps, workers, ceiling)
     echo("where the time goes (one traced step each), the input-free bound, where the variables live")
-    steps_traced, placement, bound = _extras(bench, workers, any(row.program == "lesson" for row in rows))
+    steps_traced, placement, bound = _extras(bench, workers, [row.program for row in rows])
     article = next((r for r in table if r.program == "article"), None)
     lesson = next((r for r in table if r.program == "lesson"), None)
     bound_rate = rate_of([bound])

@@ -6,7 +6,8 @@
 It imports the trainer as a module and changes nothing in its files:
 - `--trace-step N` runs training step N with a full trace (RunMetadata step stats), writes
   each device's op times to the JSON, for the "where the time goes" breakdown, and the same step
-  as a Chrome trace beside it (`trace-stepN.json`, named in the JSON) for a person to open;
+  as a Chrome trace beside it (`trace-stepN.json`, named in the JSON) for a person to open; a
+  TF2 trainer's step N is traced by TensorFlow's profiler instead (reprokit.bench.tf2_trace);
 - `--input-free` replaces `cifar10.distorted_inputs()` with an in-memory batch: the same graph
   without the input pipeline, the bound one core reaches with no input work at all;
 - `--variables-on-ps` puts the model variables on the ps, for the placement lesson's comparison;
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Protocol
 
 from reprokit.bench.chrome_trace import write_chrome_trace
+from reprokit.bench.tf2_trace import task_device, wrap_step_functions
 from reprokit.bench.timeline import Op, Trace
 from reprokit.files import write_json
 
@@ -181,7 +183,26 @@ def main(argv: list[str]) -> None:
         return result
 
     tf.Session.run = run
+    if args.trace_step >= 0:
+        _trace_tf2_step(args.trace_step, out, report)
     tf.app.run(trainer.main)
+
+
+def _trace_tf2_step(trace_step: int, out: Path, report: dict[str, object]) -> None:
+    """A TF2 trainer has no session: its `train_step` tf.function is traced instead
+    (reprokit.bench.tf2_trace); each worker of an all-reduce cluster writes its own file."""
+    import tensorflow
+
+    _, suffix = task_device()
+    mine = out.with_name(f"{out.stem}{suffix}{out.suffix}")
+
+    def on_trace(traced: Trace) -> None:
+        chrome = write_chrome_trace(traced, mine.with_name(f"trace-step{traced.get('step', trace_step)}{suffix}.json"))
+        traced["chrome_trace"] = chrome.name
+        report["trace"] = traced
+        write_json(mine, report)
+
+    wrap_step_functions(tensorflow, trace_step, out.parent, on_trace)
 
 
 if __name__ == "__main__":

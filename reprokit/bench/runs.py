@@ -15,8 +15,12 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
+from reprokit.bench.chrome_trace import write_chrome_trace
 from reprokit.bench.results import BenchRun, CpuShare, LastLoss
+from reprokit.bench.tf2_trace import join_worker_traces
+from reprokit.bench.timeline import Trace
 from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
 from reprokit.errors import ClusterError
@@ -84,7 +88,7 @@ class Bench:
         outcome = self._outcome(backend, folder, roles, main)
         found = self._measured(folder, outcome, main, mode, options)
         if probed:
-            found.probe = read_probe(folder / "probe.json")
+            found.probe = join_worker_traces_of(folder, read_probe(folder / "probe.json"))
         return found
 
     def run_ceiling(self, program: str) -> list[BenchRun]:
@@ -151,6 +155,20 @@ def read_probe(path: Path) -> dict[str, object]:
     if not isinstance(found, dict):
         raise ClusterError(f"{path} is not a JSON object", "see the probe's output in the run's folder")
     return found
+
+
+def join_worker_traces_of(folder: Path, probe: dict[str, object]) -> dict[str, object]:
+    """An all-reduce cluster's workers each trace their own step (probe-worker<i>.json beside
+    worker 0's probe.json): worker 0's trace gets their devices, and its Chrome trace shows all."""
+    trace = probe.get("trace")
+    others = [read_probe(path).get("trace") for path in sorted(folder.glob("probe-*.json"))]
+    siblings = [cast(Trace, other) for other in others if isinstance(other, dict)]
+    if not isinstance(trace, dict) or not siblings:
+        return probe
+    joined = join_worker_traces(cast(Trace, trace), siblings)
+    if "chrome_trace" in joined:
+        write_chrome_trace(joined, folder / joined["chrome_trace"])
+    return {**probe, "trace": joined}
 
 
 def cpu_share(run: BenchRun) -> CpuShare:

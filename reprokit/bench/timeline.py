@@ -3,7 +3,7 @@
 TensorFlow records, per device, when each op ran. A person wants four numbers per step:
 compute (the model's ops), input (a tower waiting on its input pipeline), the ps's work
 (gradient averaging), and the rest of the step's wall time: transfers of gradients and
-variables between the tasks, and waiting. Op times overlap across threads, so busy time is
+variables between the tasks (an all-reduce's collectives too), and waiting. Op times overlap across threads, so busy time is
 the union of the op intervals, not their sum.
 """
 
@@ -22,6 +22,9 @@ QUEUE_INPUT_OPS = ("QueueDequeueManyV2", "QueueDequeueMany", "QueueDequeueUpToV2
 TF_DATA_INPUT_OPS = ("IteratorGetNext", "IteratorGetNextSync", "IteratorGetNextAsOptional",
                      "MultiDeviceIteratorGetNextFromShard")
 TF_DATA_DATASET_OP = re.compile(r"\w+Dataset(V\d+)?")  # MapDataset, PrefetchDataset, ShuffleDatasetV3...
+# An all-reduce's collective ops (CollectiveReduceV2, ...) are transfers and waiting for the peer
+# workers, not compute: they count in neither part, so they land in "transfers and waiting".
+COLLECTIVE_OP = re.compile(r"Collective\w+")
 
 
 class _OpRequired(TypedDict):
@@ -108,8 +111,13 @@ def _longest_gap(spans: list[tuple[int, int]]) -> tuple[int, int]:
     return best, at
 
 
+def is_collective(label: str) -> bool:
+    return COLLECTIVE_OP.fullmatch(op_type(label)) is not None
+
+
 def device_time(device: str, ops: list[Op], step_start_us: int | None = None) -> DeviceTime:
-    compute = [(o["start_us"], o["start_us"] + o["us"]) for o in ops if not is_input(o["label"])]
+    compute = [(o["start_us"], o["start_us"] + o["us"]) for o in ops
+               if not is_input(o["label"]) and not is_collective(o["label"])]
     waiting = [(o["start_us"], o["start_us"] + o["us"]) for o in ops if is_input(o["label"])]
     gap, at = _longest_gap([(o["start_us"], o["start_us"] + o["us"]) for o in ops])
     origin = step_start_us if step_start_us is not None else min((s for s, _ in compute), default=0)

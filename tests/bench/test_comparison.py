@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.bench.comparison import ROWS, _repetition, ceiling_program, rows_for, standalone_runners
+from reprokit.bench.comparison import ROWS, _extras, _repetition, ceiling_program, rows_for, standalone_runners
 from reprokit.bench.results import BenchRun
 from reprokit.bench.runs import CEILING_ROLES, ceiling_roles
 from reprokit.names import hostname
@@ -121,3 +121,15 @@ def test_on_one_cpu_the_ceilings_standalones_share_it(tmp_path: Path) -> None:
     options = Options(31, 1, "spread", "synthetic", 100, program="tf2-mirrored")
     roles = ceiling_roles(options, LocalBackend("none"), tmp_path, tmp_path, tmp_path, RequestIdFix(None), [3])
     assert ["3", "3"] == [role.cpus for role in roles]
+
+
+def test_the_traced_steps_include_each_benched_program_that_can_be_traced() -> None:
+    """The article's standalone and cluster always; the lesson's and the all-reduce cluster when
+    benched; never tf2-ps, whose coordinator hands its steps to the workers; then the bound."""
+    bench = FakeBench()
+    _extras(bench, 2, ["article", "lesson", "tf2-mirrored", "tf2-ps"])  # type: ignore[arg-type]
+    assert [("standalone", "article"), ("cluster", "article"), ("cluster", "lesson"), ("cluster", "tf2-mirrored"),
+            ("standalone", "article")] == bench.calls
+    only_article = FakeBench()
+    _extras(only_article, 2, ["article", "tf2-ps"])  # type: ignore[arg-type]
+    assert [("standalone", "article"), ("cluster", "article"), ("standalone", "article")] == only_article.calls
