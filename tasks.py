@@ -186,7 +186,7 @@ def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_ste
 @task(help={"workers": "comma-separated worker counts (default 1,2,4; with --link one count, default 2)",
             "steps": "steps per run (default: sweep_steps in invoke.yaml)", "tuning": "kit settings profile",
             "source": "data source", "isolation": "auto | netns | none",
-            "program": "article, lesson, or all (default all)",
+            "program": "article, lesson, tf2-mirrored, tf2-ps, comma-separated, or all (default: sweep_programs in invoke.yaml)",
             "link": "the network sweep: link bandwidths, e.g. none,10gbit,1gbit,100mbit (hosts backend)"})
 def sweep(c, workers=None, steps=None, tuning=None, source=None, isolation=None, program=None, link=None):
     """Scaling sweep: the cluster with N workers for each N, or at each link bandwidth (--link)."""

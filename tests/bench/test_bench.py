@@ -99,11 +99,14 @@ def test_bench_writes_its_json_and_measures_the_kit(bench_results: BenchResults)
 @pytest.mark.slow
 @pytest.mark.usefixtures("no_leftover_processes")
 def test_sweep_runs_each_programs_cluster_per_worker_count(kit_inputs: KitInputs, tmp_path: Path) -> None:
-    """One worker, both programs: a rate, its speed-up over its program's standalone."""
+    """One worker, every program (today's TensorFlow's too): a rate, its speed-up over its
+    program's standalone."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
+    programs = ("article", "lesson", "tf2-mirrored", "tf2-ps")
     results = run_sweep(settings, LocalBackend("auto"), bench_options(workers=1),
-                        worker_counts=[1], echo=lambda _: None, programs=("article", "lesson"))
-    for program in ("article", "lesson"):
+                        worker_counts=[1], echo=lambda _: None, programs=programs)
+    assert programs == tuple(results.programs)
+    for program in programs:
         data = results.programs[program]
         (point,) = data.points
         assert 1 == point.workers and point.rate and point.rate.value > 0 and not point.oversubscribed
