@@ -267,7 +267,8 @@ def _overheads(bench: Bench, reps: Sequence[Repetition]) -> Overheads:
     teardowns = [run.timings.get("teardown_done", 0) - run.timings.get("teardown_started", 0) for run in runs]
     ready = [run.first_step_after_ready_s for rep in reps for run in rep.clusters
              if run.first_step_after_ready_s is not None]
-    return Overheads(bench.verify_apply_s, statistics.median(ready) if ready else None, round(max(teardowns), 3))
+    return Overheads(bench.verify_apply_s, round(statistics.median(ready), 2) if ready else None,
+                     round(max(teardowns), 3))
 
 
 def run_bench(settings: Settings, backend: Backend, options: Options, *, repetitions: int, echo: Echo,
