@@ -8,8 +8,9 @@ each followed by the clusters of the rows it is the baseline of, in an order rev
 other repetition: a cluster runs next to its own standalone, so that the drift of a shared
 machine, which moves over minutes, touches both sides of a pair alike. A row's speed-up is its
 cluster's rate over its own program's standalone rate of the same repetition, combined over
-repetitions by the kit's one estimator with its 95% interval (reprokit.judge.intervals). The lesson's standalone must be no weaker than
-the article's (>= 0.95 of it), or its speed-up would come from a weaker baseline.
+repetitions by the kit's one estimator with its 95% interval (reprokit.judge.intervals). The
+lesson's standalone must be no weaker than the article's (>= 0.95 of it), or its speed-up would
+come from a weaker baseline.
 
 When a tf2 program is benched, every repetition also measures the machine's ceiling: two tf2
 standalones at once, one per CPU (reprokit.bench.results.Ceiling), and every row is also shown

@@ -197,7 +197,8 @@ def _trace_tf2_step(trace_step: int, out: Path, report: dict[str, object]) -> No
     mine = out.with_name(f"{out.stem}{suffix}{out.suffix}")
 
     def on_trace(traced: Trace) -> None:
-        chrome = write_chrome_trace(traced, mine.with_name(f"trace-step{traced.get('step', trace_step)}{suffix}.json"))
+        step = traced.get("step", trace_step)
+        chrome = write_chrome_trace(traced, mine.with_name(f"trace-step{step}{suffix}.json"))
         traced["chrome_trace"] = chrome.name
         report["trace"] = traced
         write_json(mine, report)

@@ -34,11 +34,11 @@ from reprokit.bench.timeline import Op, Trace
 STEP_FUNCTION = "train_step"  # the name every kit TF2 trainer gives its step's tf.function
 # A TensorFlow op's profiler event is named "<node name>:<op type>", e.g. "cifar10/conv1/Conv2D:Conv2D";
 # the framework's own events (function runs, executor bookkeeping) have other names.
+TF_OP_EVENT = re.compile(r"(?P<name>[^:\s]+):(?P<type>_?[A-Z][A-Za-z0-9_]*)")
 # tf.data's own threads prepare batches ahead of the step (prefetch), beside it; the step waits
 # for them only in its iterator op (IteratorGetNext...), which the breakdown counts as input.
 TF_DATA_THREADS = "tf_data"
 EPOCH_NS = 10**18  # below this, a line's start counts from the profiler's start (2001-09-09 in epoch ns)
-TF_OP_EVENT = re.compile(r"(?P<name>[^:\s]+):(?P<type>_?[A-Z][A-Za-z0-9_]*)")
 
 
 def task_device() -> tuple[str, str]:
@@ -70,10 +70,10 @@ def xspace_ops(space: bytes, started_us: int, ended_us: int, profiler_started_us
         for line in plane.lines:
             if line.name.startswith(TF_DATA_THREADS):
                 continue
+            origin = line.timestamp_ns // 1000 + (profiler_started_us if line.timestamp_ns < EPOCH_NS else 0)
             for event in line.events:
                 # A TraceMe may carry "#key=value#" metadata after the name.
                 found = TF_OP_EVENT.fullmatch(names.get(event.metadata_id, "").split("#", 1)[0])
-                origin = line.timestamp_ns // 1000 + (profiler_started_us if line.timestamp_ns < EPOCH_NS else 0)
                 start = origin + event.offset_ps // 1_000_000
                 if found is None or start < started_us or start > ended_us:
                     continue

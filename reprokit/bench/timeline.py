@@ -3,8 +3,8 @@
 TensorFlow records, per device, when each op ran. A person wants four numbers per step:
 compute (the model's ops), input (a tower waiting on its input pipeline), the ps's work
 (gradient averaging), and the rest of the step's wall time: transfers of gradients and
-variables between the tasks (an all-reduce's collectives too), and waiting. Op times overlap across threads, so busy time is
-the union of the op intervals, not their sum.
+variables between the tasks (an all-reduce's collectives too), and waiting. Op times overlap
+across threads, so busy time is the union of the op intervals, not their sum.
 """
 
 from __future__ import annotations
