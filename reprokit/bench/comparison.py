@@ -246,8 +246,8 @@ def _extras(bench: Bench, workers: int, programs: Sequence[str]) -> tuple[dict[s
     bound = bench.run("standalone", label="-input-free", input_free=True)
     # probe.json's trace is what reprokit.bench.probe wrote with the Trace shape.
     steps = {name: breakdown(cast(Trace, run.probe["trace"])) for name, run in traced.items() if "trace" in run.probe}
-    placement = {name.split()[0]: _placement(run) for name, run in traced.items()
-                 if name.endswith("cluster") and _placement(run)}  # a TF2 probe reports no variables
+    placement = {name.split()[0]: homes for name, run in traced.items()
+                 if name.endswith("cluster") and (homes := _placement(run))}  # a TF2 probe reports none
     return steps, placement, bound
 
 
