@@ -30,7 +30,8 @@ from reprokit.data.synthetic import (
 )
 from reprokit.errors import DataError
 
-GENERATED = "using GENERATED data: accuracy means nothing, speed comparisons still hold."
+GENERATED = ("using GENERATED data: precision compares the modes' learning but says nothing about CIFAR-10; speed "
+             "comparisons still hold.")
 
 
 def _real_looking_folder(folder: Path, records: int = 20) -> Path:
@@ -79,7 +80,7 @@ def test_synthetic_source_generates_and_says_so(tmp_path: Path) -> None:
     assert tmp_path / "data" / BATCHES_FOLDER == result.batches_dir
     assert tmp_path / "data" == result.data_dir
     assert [20] * 6 == _records(result)
-    assert "GENERATED" in result.notice and "accuracy means nothing" in result.notice
+    assert "GENERATED" in result.notice and "says nothing about CIFAR-10" in result.notice
     assert False is result.official
 
 
