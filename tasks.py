@@ -14,6 +14,7 @@ from invoke import Collection, Exit, task
 
 from reprokit import views
 from reprokit.errors import KitError
+from reprokit.mutation import MutantsRequest
 from reprokit.options import BenchRequest, Request, SweepRequest
 from reprokit.settings import Settings, from_mapping
 
@@ -27,7 +28,7 @@ def _out(line: str = "") -> None:
 
 
 # The views that start TensorFlow roles: only these may say that Ctrl-C stopped them.
-_RUN_ROLES = {views.reproduce, views.client, views.serve, views.bench, views.sweep}
+_RUN_ROLES = {views.reproduce, views.client, views.serve, views.bench, views.sweep, views.mutants}
 
 
 def _run(view, c, *args, **kwargs):
@@ -121,16 +122,18 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
                          "get one), none (the host network: every interface, unauthenticated)",
             "run_id": "name of the run folder (must not exist yet)",
             "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)",
-            "program": "article (default: the article's two trainers) or lesson (the lesson patch's)",
-            "require_claim": f"exit {CLAIM_NOT_REPRODUCED} unless the article's speed-up is REPRODUCED "
-                             "(by default a claim that does not reproduce is a finding, and the exit is 0)"})
+            "program": "article (default: the article's two trainers), lesson, tf2-mirrored or tf2-ps",
+            "require_claim": f"exit {CLAIM_NOT_REPRODUCED} unless the program's speed-up claim is REPRODUCED "
+                             "(by default a claim that does not reproduce is a finding, and the exit is 0)",
+            "repetitions": "standalone/cluster pairs in alternating order (default: repetitions in invoke.yaml); "
+                           "from 3 the claim is judged on the spread between them"})
 def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, source=None,
               backend=None, isolation=None, run_id=None, tuning=None, link=None, cluster=None, program=None,
-              require_claim=False):
+              require_claim=False, repetitions=None):
     """The whole experiment: patches, data, standalone, cluster, eval, check, report; a three-part verdict."""
     request = Request(steps=steps, quick=quick, workers=workers, layout=layout, cpus=cpus or "", source=source,
                       backend=backend, isolation=isolation, run_id=run_id, tuning=tuning, link=link or "none",
-                      cluster_file=cluster, program=program)
+                      cluster_file=cluster, program=program, repetitions=repetitions)
     result = _run(views.reproduce, c, request)
     _passed(result.passed, "reproduce")
     if require_claim and (result.claim is None or result.claim.status != "REPRODUCED"):
@@ -166,6 +169,18 @@ def evaluate(c, run="latest"):
 def report(c, run="latest"):
     """Re-render a run's report.md and plot from its results.json."""
     _run(views.report, c, run)
+
+
+@task(help={"quick": "short runs (quick_steps in invoke.yaml): the mechanism, not the verdicts' power",
+            "steps": "training steps per run (default: steps in invoke.yaml, the article's 1000)",
+            "programs": "whose true programs and mutants run, comma-separated (default: every program)",
+            "only": "only these mutants (comma-separated slugs of mutants/series), and their programs' controls",
+            "source": "data source, as for `invoke data`",
+            "isolation": "as for reproduce's local backend"})
+def mutants(c, quick=False, steps=None, programs=None, only=None, source=None, isolation=None):
+    """The learning verdict on known answers: each true program and each mutant of mutants/; a table."""
+    command = "invoke mutants " + " ".join(arg for arg in sys.argv[2:])
+    _run(views.mutants, c, MutantsRequest(steps, quick, programs, only, source, isolation), command.strip())
 
 
 @task(help={"repetitions": "repetitions of every row, alternating order (default: bench_repetitions in invoke.yaml)",
@@ -216,6 +231,6 @@ def build_image(c, base=None, force=False):
 
 
 ns = Collection(verify, apply_patches, explain_patches, data, standalone, ps, worker, client, reproduce,
-                stack_file, compare_logs, evaluate, report, bench, sweep,
+                stack_file, compare_logs, evaluate, report, bench, sweep, mutants,
                 build_base_image, download_wheels, build_image)
 ns.configure({"run": {"echo": True, "pty": sys.stdout.isatty()}})

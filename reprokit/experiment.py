@@ -19,15 +19,18 @@ from reprokit.errors import ClusterError, KitError
 from reprokit.judge.claims import (
     ClaimVerdict,
     Precision,
+    headline,
     judge_learning,
     judge_speedup,
     load_claims,
+    loss_course,
     three_part_lines,
 )
+from reprokit.judge.logs import step_fields
 from reprokit.judge.evaluation import BATCH_SIZE, evaluate
 from reprokit.judge.judgement import judge_run
 from reprokit.judge.verdict import Judgement
-from reprokit.names import PLOT, REPORT, RESULTS, STANDALONE, eval_dir, eval_log, train_dir
+from reprokit.names import PLOT, REPORT, RESULTS, STANDALONE, eval_dir, eval_log, repetition_dir, train_dir
 from reprokit.options import Options, Request
 from reprokit.prepared import Prepared, prepare
 from reprokit.report import markdown as report
@@ -148,20 +151,26 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
             say(f"data: {data.source} in {data.batches_dir}")
             if data.notice:
                 say("NOTICE: " + data.notice)
-        for mode in options.modes:
-            with stages.stage(mode) as say:
-                roles = mode_roles(mode, options, prepared.layout, backend, prepared.sources, data.data_dir,
-                                   train_dir(run_dir, mode), fix=prepared.fix)
-                for role in roles:
-                    say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
-                if any(r.listens for r in roles):
-                    result.exposure = backend.exposure(backend.cluster(options.workers))
-                    say(f"servers listen on: {result.exposure.where}")
-                outcome = backend.run(run_dir, roles, main_role(options.program, mode), progress)
-                outcomes[mode] = outcome
-                if not outcome.ok:
-                    raise ClusterError(f"the {mode} run failed: {outcome.message}", f"logs are kept in {run_dir}")
-                say(f"{mode}: finished, logs in {run_dir}")
+        # Pair 1 in the run folder, the others in repetitions/<n>/, every other pair cluster first,
+        # so that a drift of the machine falls on both modes alike (as the bench pairs its runs).
+        for number in range(1, options.repetitions + 1):
+            folder = run_dir if number == 1 else repetition_dir(run_dir, number)
+            for mode in options.modes if number % 2 else options.modes[::-1]:
+                name = mode if number == 1 else f"{mode}-{number}"
+                with stages.stage(name) as say:
+                    roles = mode_roles(mode, options, prepared.layout, backend, prepared.sources, data.data_dir,
+                                       train_dir(folder, mode), fix=prepared.fix, trainer_file=prepared.trainers[mode])
+                    for role in roles:
+                        say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
+                    if any(r.listens for r in roles):
+                        result.exposure = backend.exposure(backend.cluster(options.workers))
+                        say(f"servers listen on: {result.exposure.where}")
+                    folder.mkdir(parents=True, exist_ok=True)
+                    outcome = backend.run(folder, roles, main_role(options.program, mode), progress)
+                    outcomes[name] = outcome
+                    if not outcome.ok:
+                        raise ClusterError(f"the {name} run failed: {outcome.message}", f"logs are kept in {folder}")
+                    say(f"{name}: finished, logs in {folder}")
         with stages.stage("eval") as say:
             for mode in options.modes:
                 result.evaluations[mode] = _evaluate(mode, run_dir, prepared.sources, data, options.workers, say)
@@ -214,25 +223,38 @@ def evaluate_run(settings: Settings, run_dir: Path, echo: Echo) -> dict[str, Eva
     return found
 
 
-def _precision(e: Evaluation) -> Precision | None:
+def precision_of(e: Evaluation) -> Precision | None:
+    """An evaluation as the learning verdict takes it; None when it holds no precision."""
     if e.error or e.precision is None or e.step is None or not e.counted:
         return None
     return Precision(e.precision, e.correct, e.counted, e.step, e.examples_seen)
 
 
 def _judge_claims(settings: Settings, result: Reproduction) -> None:
-    """The claim and the learning, judged apart from the logs: the three-part verdict."""
+    """The claim of the program that ran and the learning, judged apart from the logs: the
+    three-part verdict."""
     judgement = result.judgement
     if judgement is None:
         return
-    claims = load_claims(settings.claims)
+    claims = load_claims(settings.claims, list(PROGRAMS))
     speed = judgement.speed.speedup if judgement.speed else None
-    result.claim = judge_speedup(claims.speedup, speed)
-    precisions = {mode: _precision(e) for mode, e in result.evaluations.items()}
-    result.learning = judge_learning(claims.learning, precisions.get("standalone"), precisions.get("cluster"))
+    info = result.info
+    result.claim = judge_speedup(claims.speedup.get(info.program), speed, program=info.program,
+                                 workers=info.workers, drift=claims.drift)
+    precisions = {mode: precision_of(e) for mode, e in result.evaluations.items()}
+    losses = {mode: [(f.step, f.loss) for f in step_fields(records)] for mode, records in judgement.records.items()}
+    course = loss_course(losses.get("standalone", []), losses.get("cluster", []), claims.learning.loss_margin)
+    result.learning = judge_learning(claims.learning, precisions.get("standalone"), precisions.get("cluster"), course)
     summary = judgement.summary
     result.verdict_lines = three_part_lines(summary.passed, summary.checked, len(summary.failed),
                                             result.claim, result.learning)
+
+
+def run_headline(result: Reproduction) -> str:
+    """The three verdicts in one line, after what stopped the run if it did not complete."""
+    logs = result.judgement.summary.passed if result.judgement else None
+    line = headline(logs, result.claim, result.learning)
+    return line if result.passed else f"run FAILED; {line}"
 
 
 def _report(stages: Stages, settings: Settings, options: Options, backend: Backend,
@@ -243,7 +265,7 @@ def _report(stages: Stages, settings: Settings, options: Options, backend: Backe
         with stages.stage("report") as say:
             judgement = result.judgement
             result.results = RunResults(
-                verdict="PASS" if result.passed else "FAIL",
+                verdict=run_headline(result), passed=result.passed,
                 error=result.error or (judgement.speed_error if judgement else ""),
                 finished=datetime.now().isoformat(timespec="seconds"),
                 tuning=options.tuning, backend=backend.facts(), exposure=result.exposure, data=data_facts(data),

@@ -76,3 +76,9 @@ def eval_dir(run_dir: str | Path, mode: str) -> Path:
 
 def train_dir(run_dir: str | Path, mode: str) -> Path:
     return Path(run_dir) / f"train_{mode}"
+
+
+def repetition_dir(run_dir: str | Path, number: int) -> Path:
+    """Where repetition ``number`` (2, 3, ...) of a run's standalone/cluster pair keeps its logs
+    and checkpoints; the first pair's are in the run folder itself."""
+    return Path(run_dir) / "repetitions" / str(number)

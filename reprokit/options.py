@@ -7,7 +7,7 @@ KitError that names the option, what was given, and what would do (never a Pytho
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reprokit.errors import KitError
@@ -35,6 +35,8 @@ class Options:
     modes: tuple[str, ...] = MODES
     tuning: Tuning = PROFILES["default"]
     program: str = "article"
+    mutant: str | None = None  # a mutant of the catalogue (mutants/) runs in place of the true cluster trainer
+    repetitions: int = 1  # standalone/cluster pairs, in alternating order
 
 
 # What a person typed: text from the command line, a number from invoke.yaml, or None (not given).
@@ -115,15 +117,22 @@ class Request:
     link: str = "none"
     cluster_file: str | None = None  # the swarm backend: worker count and placement from a cluster file
     modes: tuple[str, ...] = MODES
+    repetitions: Given = None
 
     def options(self, s: Settings, workers: int | None = None) -> Options:
         steps = self.steps if self.steps is not None else (s.quick_steps if self.quick else s.steps)
         if workers is None and self.cluster_file:
             workers = len(load_cluster(Path(self.cluster_file)).workers)
-        return run_options(s, steps=steps, workers=workers or self.workers or s.workers,
-                           layout=self.layout or s.layout, cpus=self.cpus or "", source=self.source or s.data_source,
-                           run_id=self.run_id, tuning=self.tuning or s.tuning, program=self.program or s.program,
-                           modes=self.modes)
+        options = run_options(s, steps=steps, workers=workers or self.workers or s.workers,
+                              layout=self.layout or s.layout, cpus=self.cpus or "",
+                              source=self.source or s.data_source, run_id=self.run_id, tuning=self.tuning or s.tuning,
+                              program=self.program or s.program, modes=self.modes)
+        repetitions = whole_number(self.repetitions if self.repetitions is not None else s.repetitions,
+                                   "repetitions")
+        if repetitions > 1 and set(self.modes) != set(MODES):
+            raise KitError(f"--repetitions {repetitions} repeats standalone/cluster pairs, and this task runs the "
+                           f"{' and '.join(self.modes)} mode only", "leave --repetitions out")
+        return replace(options, repetitions=repetitions)
 
     def backend_name(self, s: Settings) -> str:
         return self.backend or s.backend

@@ -21,6 +21,8 @@ from reprokit.run.request_ids import RequestIdFix
 from reprokit.runs import RUN_KINDS, RunInfo, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources import workspace
+from reprokit.sources.mutants import mutant_of
+from reprokit.sources.programs import PROGRAMS
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Prepared:
     fix: RequestIdFix
     layout: CpuLayout
     lines: tuple[str, ...]  # what preparing did, for the prepare stage's log
+    trainers: dict[str, str]  # the trainer file of each mode: the program's, or a mutant's for the cluster
 
 
 def prepare(settings: Settings, options: Options, kind: str = "run") -> Prepared:
@@ -42,14 +45,23 @@ def prepare(settings: Settings, options: Options, kind: str = "run") -> Prepared
         raise ValueError(f"unknown run kind {kind!r}")
     started = time.monotonic()
     layout = make_layout(options.layout, options.workers, explicit=options.cpus)
-    applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, settings.sources_dir)
+    trainers = dict(PROGRAMS[options.program])
+    if options.mutant is None:
+        sources = settings.sources_dir
+        applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, sources)
+    else:  # the catalogue's own folder: build/patched stays exactly what patches/series makes
+        mutant = mutant_of(settings.mutants_dir, options.mutant, options.program)
+        sources = settings.build_dir / "mutants"
+        applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, sources,
+                                      stacked=settings.mutants_dir)
+        trainers["cluster"] = mutant.trainer
     fix = request_ids.build(settings.build_dir, settings.request_id_fix)
     run_dir = new_run_dir(settings.runs_dir, options.run_id).resolve()
     info = RunInfo(options.steps, options.workers, list(options.modes), options.program, options.tuning.name,
                    layout.name, layout.cpus, options.data_source, datetime.now().isoformat(timespec="seconds"),
-                   kind)
+                   kind, options.mutant, options.repetitions)
     info.save(run_dir)
     lines = (f"patched sources in {applied.out_dir}: " + ("already applied" if applied.already_applied else "applied"),
              f"request-id fix: {fix.summary}",
              f"run folder {run_dir} and its run.json, in {time.monotonic() - started:.1f} s")
-    return Prepared(run_dir, info, settings.sources_dir.resolve(), fix, layout, lines)
+    return Prepared(run_dir, info, sources.resolve(), fix, layout, lines, trainers)

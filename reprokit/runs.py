@@ -77,6 +77,8 @@ class RunInfo:
     data_source: str
     started: str
     kind: str = "run"  # one of RUN_KINDS
+    mutant: str | None = None  # the mutant (mutants/) whose trainer ran in place of the cluster's
+    repetitions: int = 1  # pairs of runs: the first in the run folder, the others in repetitions/<n>/
 
     def save(self, run_dir: Path) -> Path:
         return write_json(run_dir / RUN_FILE, asdict(self))

@@ -24,12 +24,14 @@ class Settings:
     root: Path
     upstream_dir: Path
     patches_dir: Path
+    mutants_dir: Path
     sources_dir: Path
     data_dir: Path
     runs_dir: Path
     rules: Path
     steps: int
     quick_steps: int
+    repetitions: int
     workers: int
     layout: str
     data_source: str

@@ -16,6 +16,7 @@ from reprokit import options as optionslib
 from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
 from reprokit.judge.judgement import judge_run
+from reprokit.mutation import MutantsRequest, MutantsResults, run_mutants, table_lines
 from reprokit.names import REPORT
 from reprokit.report import markdown as reportlib
 from reprokit.report.results import Evaluation
@@ -127,12 +128,21 @@ def finish(out: Out, result: experiment.Reproduction) -> experiment.Reproduction
     else:
         for line in result.verdict_lines[:1]:  # the logs' line: how many rules failed
             out(line)
-        out("FAIL")
+    out(f"{'verdict:':<10}{experiment.run_headline(result)}")  # the last line: all three parts, always
     return result
 
 
 def reproduce(out: Out, s: Settings, request: optionslib.Request) -> experiment.Reproduction:
     return finish(out, experiment.run(s, request, out, step_progress(out), download_progress(out)))
+
+
+def mutants(out: Out, s: Settings, request: MutantsRequest, command: str) -> MutantsResults:
+    """The catalogue of wrong programs and their controls, each through reproduce's stages; the table."""
+    results = run_mutants(s, request, command, out, step_progress(out), download_progress(out))
+    for line in table_lines(results):
+        out(line)
+    out(f"wrote {Path(results.folder) / 'mutants.json'} and {Path(results.folder) / 'mutants.md'}")
+    return results
 
 
 def stack_file(out: Out, s: Settings, request: optionslib.Request, image: str | None) -> None:

@@ -83,12 +83,13 @@ def test_a_short_reproduction_passes_every_rule(finished: Finished):
 
 @pytest.mark.slow
 def test_the_run_folder_holds_results_report_and_plot(finished: Finished):
-    """results.json (verdict PASS), report.md and speed.png are written."""
+    """results.json (its headline the three verdicts, the run passed), report.md and speed.png are written."""
     run_dir = finished.result.run_dir
     for name in (RESULTS, REPORT, PLOT):
         assert (run_dir / name).stat().st_size > 0, name
     results = json.loads((run_dir / RESULTS).read_text())
-    assert ("PASS", FORMAT_VERSION) == (results["verdict"], results["format_version"])
+    assert (True, FORMAT_VERSION) == (results["passed"], results["format_version"])
+    assert results["verdict"].startswith("logs PASS, claim ") and ", learning " in results["verdict"]
     info = RunInfo.load(run_dir)  # the options live in run.json alone
     assert (STEPS, 2, ["standalone", "cluster"], "synthetic", "article") == \
         (info.steps, info.workers, info.modes, info.data_source, info.program)
@@ -202,7 +203,8 @@ def test_a_failed_stage_still_tears_down_and_writes_the_report(tmp_path: Path, k
     assert {"prepare": "ok", "data": "ok", "cluster": "failed", "teardown": "ok"}.items() <= statuses.items()
     assert "check" not in statuses
     results = json.loads((result.run_dir / RESULTS).read_text())
-    assert "FAIL" == results["verdict"]
+    assert ("run FAILED; logs not judged, claim not judged, learning not judged", False) == (
+        results["verdict"], results["passed"])
     assert f"pid {os.getpid()}" in results["error"]
     assert (result.run_dir / REPORT).is_file()
 
@@ -257,3 +259,31 @@ def test_a_bad_cpus_override_fails_before_any_run_folder_exists(tmp_path: Path, 
     with pytest.raises(KitError, match="worker7"):
         reproduce(settings, options, LocalBackend("none"), lambda _: None)
     assert not (tmp_path / "runs").exists() or [] == list((tmp_path / "runs").iterdir())
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_repetitions_alternate_the_pairs_and_judge_the_claim_on_all_of_them(tmp_path: Path,
+                                                                           kit_inputs: KitInputs):
+    """--repetitions 2: the second pair runs cluster first in repetitions/2/, its logs are checked,
+    and the speed-up rests on both pairs (below 3, the steps' bootstrap widened by the drift)."""
+    from dataclasses import replace
+
+    from reprokit.names import repetition_dir
+
+    settings = kit_settings(tmp_path / "runs", kit_inputs)
+    backend = LocalBackend(settings.isolation, probe_timeout_s=settings.probe_timeout_s)
+    said: list[str] = []
+    result = reproduce(settings, replace(options("twice"), repetitions=2), backend, said.append)
+    assert "" == result.error and result.passed
+    stages = [s.name for s in result.stages]
+    assert ["standalone", "cluster", "cluster-2", "standalone-2"] == [
+        s for s in stages if s.startswith(("standalone", "cluster"))]
+    second = repetition_dir(result.run_dir, 2)
+    assert (second / "standalone.log").is_file() and (second / "client.log").is_file()
+    assert result.judgement is not None and result.judgement.speed is not None
+    assert 2 == result.judgement.speed.speedup.n
+    assert result.claim is not None and "within 2 pairs" in result.claim.line
+    assert 2 == RunInfo.load(result.run_dir).repetitions
+    checked = [v for v in result.judgement.verdicts if any(str(second) in str(e.path) for e in v.evidence)]
+    assert checked, "the second pair's logs were checked too"

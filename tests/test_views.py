@@ -64,9 +64,10 @@ def test_the_end_of_a_run_shows_table_threads_report_and_the_three_part_verdict(
     assert result.passed
     assert "| speed-up (cluster / standalone) | 1.74x | 1.76x (1.75-1.84) |" in lines
     assert "- cluster: no input thread died" in lines
-    assert [f"run folder: {run}", f"report: {run / 'report.md'}"] == [lines[0], lines[-4]]
+    assert [f"run folder: {run}", f"report: {run / 'report.md'}"] == [lines[0], lines[-5]]
     assert ["logs:     PASS  (32 rules, 0 failed)", "claim:    REPRODUCED", "learning: SAME"] == \
-        [lines[-3], lines[-2][:len("claim:    REPRODUCED")], lines[-1][:len("learning: SAME")]]
+        [lines[-4], lines[-3][:len("claim:    REPRODUCED")], lines[-2][:len("learning: SAME")]]
+    assert "verdict:  logs PASS, claim REPRODUCED, learning SAME" == lines[-1]  # the last line carries all three
 
 
 def test_a_failed_run_ends_in_fail_after_saying_its_servers_were_exposed(tmp_path: Path):
@@ -77,7 +78,7 @@ def test_a_failed_run_ends_in_fail_after_saying_its_servers_were_exposed(tmp_pat
                                         error="the cluster run failed"))
     assert "error: the cluster run failed" == lines[0]
     assert ["the servers were reachable on every interface of this machine", "logs:     PASS  (32 rules, 0 failed)",
-            "FAIL"] == lines[-3:]
+            "verdict:  run FAILED; logs PASS, claim REPRODUCED, learning SAME"] == lines[-3:]
 
 
 def test_download_progress_draws_a_bar_every_five_percent():

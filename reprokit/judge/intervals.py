@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+from scipy import stats
 
 from reprokit.errors import KitError
 from reprokit.judge.speed import WARMUP_RULE
@@ -27,16 +28,6 @@ MIN_STEP_RATES = 5
 MIN_REPETITIONS_FOR_T = 3
 BOOTSTRAP_RESAMPLES = 2000
 DEFAULT_SEED = 0
-
-# Two-sided 95% quantiles of Student's t, t_{0.975, df} for df = 1..30, from the standard t
-# table (any statistics textbook's appendix). Beyond 30 we use the normal 1.96: at df 40 the
-# exact 2.021 would widen an interval by 3%, and the kit never runs that many repetitions.
-_T_975 = (
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
-    2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
-    2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
-)
-_Z_975 = 1.96
 
 METHOD = (
     f"Every speed figure follows one method. Each run's figure is the {WARMUP_RULE}. "
@@ -141,10 +132,10 @@ def enough(figure: Estimate | Sequence[Sequence[float]]) -> bool:
 
 
 def t_quantile(df: int) -> float:
-    """t_{0.975, df}: the two-sided 95% quantile of Student's t with ``df`` degrees of freedom."""
+    """t_{0.975, df}: the two-sided 95% quantile of Student's t with ``df`` degrees of freedom (scipy)."""
     if df < 1:
         raise IntervalError(f"Student's t needs at least 1 degree of freedom, got {df}")
-    return _T_975[df - 1] if df <= len(_T_975) else _Z_975
+    return float(stats.t.ppf(0.975, df))
 
 
 def ratio_estimate(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], *,

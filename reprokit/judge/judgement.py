@@ -12,7 +12,7 @@ from reprokit.judge.evaluation import eval_verdicts
 from reprokit.judge.logs import LogRecord, parse_log, step_fields
 from reprokit.judge.speedup import RunSpeed, run_speed
 from reprokit.judge.verdict import Judgement, Summary, Verdict
-from reprokit.names import EVAL_RULES, eval_log, log_path
+from reprokit.names import EVAL_RULES, eval_log, log_path, repetition_dir
 from reprokit.runs import RunInfo
 from reprokit.sources.programs import main_role
 
@@ -36,11 +36,23 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
         evaluated = eval_log(run_dir, mode)
         if evaluated.is_file():
             verdicts += eval_verdicts(evaluated, mode, eval_rules)
+    more = []  # the other pairs of a run with --repetitions: their logs checked too, their speed counted
+    for number in range(2, run.repetitions + 1):
+        folder = repetition_dir(run_dir, number)
+        pair: dict[str, list[LogRecord]] = {}
+        for mode in run.modes:
+            main = main_role(run.program, mode)
+            path = log_path(folder, main)
+            pair[mode] = parse_log(path, main) if path.is_file() else []
+            verdicts += checks.check_logs(mode, pair[mode], rules, ruleslib.run_context(mode, run.steps, run.workers),
+                                          {"format", "run"}, sources=[path], program=run.program)
+        more.append((step_fields(pair.get("standalone", [])), step_fields(pair.get("cluster", []))))
     speed: RunSpeed | None = None
     error = ""
     if {"standalone", "cluster"} <= set(records):
         try:
-            speed = run_speed(step_fields(records["standalone"]), step_fields(records["cluster"]), run.workers)
+            speed = run_speed(step_fields(records["standalone"]), step_fields(records["cluster"]), run.workers,
+                              more)
         except KitError as exc:
             error = str(exc)
     return Judgement(verdicts, checks.summarize(verdicts), records, speed, error)

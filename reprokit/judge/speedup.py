@@ -29,15 +29,21 @@ def step_rates(steps: Sequence[StepFields], warmup_steps: int = WARMUP_STEPS) ->
     return [s.examples_per_sec for s in after_warmup(steps, warmup_steps)]
 
 
-def run_speed(standalone: Sequence[StepFields], cluster: Sequence[StepFields], workers: int) -> RunSpeed:
-    """Both modes' figures; SpeedError when either mode has no step line after warm-up."""
-    rates = {}
-    for name, steps in (("standalone", standalone), ("cluster", cluster)):
-        rates[name] = step_rates(steps)
-        if not rates[name]:
-            raise SpeedError(f"the {name} run has no step report after the first {WARMUP_STEPS}"
-                             f" ({len(steps)} in all), so it has no training speed",
-                             f"let the {name} run log more steps (max_steps > {10 * WARMUP_STEPS})")
-    up = ratio_estimate([(rates["cluster"], rates["standalone"])])
-    return RunSpeed(rate_estimate([rates["standalone"]]), rate_estimate([rates["cluster"]]), up,
+def run_speed(standalone: Sequence[StepFields], cluster: Sequence[StepFields], workers: int,
+              more: Sequence[tuple[Sequence[StepFields], Sequence[StepFields]]] = ()) -> RunSpeed:
+    """Both modes' figures from one pair of runs, and from ``more`` pairs (standalone, cluster)
+    when the run repeated them; SpeedError when a run has no step line after warm-up."""
+    pairs = []
+    for number, (alone, together) in enumerate([(standalone, cluster), *more], start=1):
+        rates = {}
+        for name, steps in (("standalone", alone), ("cluster", together)):
+            rates[name] = step_rates(steps)
+            if not rates[name]:
+                which = f"the {name} run" + (f" of repetition {number}" if more else "")
+                raise SpeedError(f"{which} has no step report after the first {WARMUP_STEPS}"
+                                 f" ({len(steps)} in all), so it has no training speed",
+                                 f"let the {name} run log more steps (max_steps > {10 * WARMUP_STEPS})")
+        pairs.append((rates["cluster"], rates["standalone"]))
+    up = ratio_estimate(pairs)
+    return RunSpeed(rate_estimate([s for _, s in pairs]), rate_estimate([c for c, _ in pairs]), up,
                     efficiency(up.value, workers), workers)

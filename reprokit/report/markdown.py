@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprokit.files import write_text
+from reprokit.judge.claims import LEARNING_POWER
 from reprokit.judge.intervals import Estimate
 from reprokit.judge.threads import INPUT_THREADS_PER_TOWER
 from reprokit.names import PLOT, REPORT, eval_dir, train_dir
@@ -116,6 +117,8 @@ def markdown(run_dir: Path, info: RunInfo, results: RunResults, plot_name: str |
     for verdict in (results.claim, results.learning):
         if verdict is not None:
             out += [f"- **{verdict.claim}: {verdict.status}**: {verdict.reason}."]
+    if results.learning is not None:
+        out += ["", f"What the learning verdict can see: {LEARNING_POWER}"]
     out += ["", "## Speed", ""] + speed_table(info, results)
     speed = results.speed
     out += ["", f"Speed rule: {speed.warmup_rule if speed else 'n/a'}.",

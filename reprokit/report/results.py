@@ -32,7 +32,8 @@ from reprokit.stages import StageRecord
 
 # 1: the untyped results.json of 0.1; 2: typed at the top only, speed without intervals;
 # 3: typed all the way down, every speed figure with its interval, the claim and learning verdicts.
-FORMAT_VERSION = 3
+# 4: the verdict is the three-part headline, and `passed` says whether the run completed.
+FORMAT_VERSION = 4
 
 
 def package_version(*names: str) -> str | None:
@@ -152,11 +153,13 @@ def _steps(records: list[LogRecord]) -> list[StepRecord]:
 class RunResults:
     """results.json: what came out of a run, and the facts needed to trust or repeat it.
 
-    ``verdict`` is about the run: PASS when it completed and its logs pass. The article's claim
-    and the learning are judged apart (``claim``, ``learning``): a claim that does not reproduce
-    is a finding, not a failed run. ``verdict_lines`` are the three-part verdict as printed."""
+    ``verdict`` is the headline: the three verdicts (logs, claim, learning) in one line, after
+    ``run FAILED;`` when the run did not complete. ``passed`` is about the run alone: it completed
+    and its logs pass; a claim that does not reproduce is a finding, not a failed run.
+    ``verdict_lines`` are the three-part verdict as printed."""
 
     verdict: str
+    passed: bool
     error: str
     finished: str
     tuning: Tuning

@@ -51,12 +51,14 @@ class Walk:
         raise KitError(f"no patch in patches/series makes {target}", "restore patches/ (`git checkout patches/`)")
 
 
-def walk(upstream_dir: Path, patches_dir: Path, *, strict: bool) -> Walk:
+def walk(upstream_dir: Path, patches_dir: Path, *, strict: bool, stacked: Path | None = None) -> Walk:
     """Walk the series over ``upstream_dir``'s files: strictly (raise the first fault) or not
-    (record each patch's faults and go on). Raises in both modes when the series cannot be read."""
+    (record each patch's faults and go on). Raises in both modes when the series cannot be read.
+    ``stacked``: a folder with a series of its own (the mutant catalogue) walked after patches/,
+    on the files it made."""
     if strict:
         require_pristine(upstream_dir)
-    paths = patchlib.read_series(patches_dir)
+    paths = patchlib.read_series(patches_dir) + (patchlib.read_series(stacked) if stacked else [])
     files = {p.name: p.read_text(encoding="utf-8") for p in sorted(upstream_dir.glob("*.py"))}
     steps = []
     for path in paths:

@@ -39,10 +39,11 @@ class ApplyResult:
     dry_run: bool
 
 
-def expected_files(upstream_dir: Path, patches_dir: Path) -> dict[str, str]:
+def expected_files(upstream_dir: Path, patches_dir: Path, stacked: Path | None = None) -> dict[str, str]:
     """Every file the generated folder must hold, by name, with its content: upstream's files and
-    what the series makes of them (reprokit.sources.series, strictly)."""
-    return series.walk(upstream_dir, patches_dir, strict=True).files
+    what the series makes of them (reprokit.sources.series, strictly), and what a ``stacked``
+    series (the mutant catalogue) makes on top of those."""
+    return series.walk(upstream_dir, patches_dir, strict=True, stacked=stacked).files
 
 
 def _fingerprint(files: dict[str, str]) -> str:
@@ -73,10 +74,12 @@ def states(upstream_dir: Path, patches_dir: Path, out_dir: Path) -> list[PatchSt
 
 
 def apply_all(
-    upstream_dir: Path, patches_dir: Path, out_dir: Path, *, dry_run: bool = False, force: bool = False
+    upstream_dir: Path, patches_dir: Path, out_dir: Path, *, dry_run: bool = False, force: bool = False,
+    stacked: Path | None = None,
 ) -> ApplyResult:
-    """Build the generated folder; report 'already applied' when it is current."""
-    files = expected_files(upstream_dir, patches_dir)
+    """Build the generated folder; report 'already applied' when it is current. ``stacked``: a
+    series applied after patches/ (the mutant catalogue, into a folder of its own)."""
+    files = expected_files(upstream_dir, patches_dir, stacked)
     names = sorted(files)
     if _is_current(out_dir, files):
         return ApplyResult(out_dir, names, already_applied=True, dry_run=dry_run)

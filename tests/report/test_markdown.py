@@ -31,7 +31,7 @@ def test_the_speed_table_puts_the_run_beside_the_article_each_figure_with_its_in
 def test_the_report_opens_with_the_three_part_verdict_and_why():
     info, results = sample("lesson-quick")
     text = markdown(RUNS / "lesson-quick", info, results, PLOT)
-    assert text.startswith("# Reproduction report: PASS\n\n```\nlogs:     PASS  (32 rules, 0 failed)\n"
+    assert text.startswith("# Reproduction report: logs PASS, claim REPRODUCED, learning SAME\n\n```\nlogs:     PASS  (32 rules, 0 failed)\n"
                            "claim:    REPRODUCED  speed-up 1.76x (95% CI 1.75-1.84, n=1, 10 step rates)")
     assert "- **speedup: REPRODUCED**: the interval (within one repetition (bootstrap of steps)) 1.75-1.84" \
            " lies inside the band; from 1 repetition the interval covers the steps within the runs, not" \
@@ -42,7 +42,7 @@ def test_the_report_opens_with_the_three_part_verdict_and_why():
 def test_the_report_shows_verdict_rules_threads_and_how_it_ran():
     info, results = sample("lesson-quick")
     text = markdown(RUNS / "lesson-quick", info, results, PLOT)
-    assert text.startswith("# Reproduction report: PASS\n")
+    assert text.startswith("# Reproduction report: logs PASS, claim REPRODUCED, learning SAME\n")
     assert "| PASS | filling_shuffle_buffer_once_per_tower | cluster |" in text
     assert "- cluster: no input thread died" in text
     assert "| program | lesson |" in text and "| kit fix: request id fix | on (" in text
@@ -79,4 +79,4 @@ def test_report_renders_a_run_again_from_its_results(tmp_path: Path):
     written = rerender(run)
     assert [run / "results.json", run / PLOT, run / REPORT] == written
     assert (run / PLOT).read_bytes().startswith(b"\x89PNG")
-    assert "**PASS**" in (run / REPORT).read_text()
+    assert "**logs PASS, claim REPRODUCED, learning SAME**" in (run / REPORT).read_text()

@@ -24,7 +24,7 @@ def test_a_runs_options_are_read_from_run_json():
 
 def test_results_read_back_as_a_dataclass_of_this_format(tmp_path: Path):
     results = RunResults.load(RUNS / "lesson-quick")
-    assert (FORMAT_VERSION, "PASS") == (results.format_version, results.verdict)
+    assert (FORMAT_VERSION, "logs PASS, claim REPRODUCED, learning SAME", True) == (results.format_version, results.verdict, results.passed)
     assert results.speed is not None and results.claim is not None
     assert (1.76, "REPRODUCED") == (round(results.speed.speedup.value, 2), results.claim.status)
     assert 0.890 == results.modes["cluster"].evaluation.precision
