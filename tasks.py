@@ -176,11 +176,14 @@ def report(c, run="latest"):
             "programs": "whose true programs and mutants run, comma-separated (default: every program)",
             "only": "only these mutants (comma-separated slugs of mutants/series), and their programs' controls",
             "source": "data source, as for `invoke data`",
-            "isolation": "as for reproduce's local backend"})
-def mutants(c, quick=False, steps=None, programs=None, only=None, source=None, isolation=None):
+            "isolation": "as for reproduce's local backend",
+            "control": "a finished `invoke reproduce` of the one program asked for, to judge its mutants against "
+                       "instead of running the true program again"})
+def mutants(c, quick=False, steps=None, programs=None, only=None, source=None, isolation=None, control=None):
     """The learning verdict on known answers: each true program and each mutant of mutants/; a table."""
     command = "invoke mutants " + " ".join(arg for arg in sys.argv[2:])
-    _run(views.mutants, c, MutantsRequest(steps, quick, programs, only, source, isolation), command.strip())
+    _run(views.mutants, c, MutantsRequest(steps, quick, programs, only, source, isolation, control),
+         command.strip())
 
 
 @task(help={"repetitions": "repetitions of every row, alternating order (default: bench_repetitions in invoke.yaml)",

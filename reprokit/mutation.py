@@ -25,7 +25,10 @@ from reprokit.options import Given, Options, one_of, program_list, run_options, 
 from reprokit.run.local import ISOLATION_MODES
 from reprokit.run.registry import make_backend
 from reprokit.run.runner import Progress
-from reprokit.runs import new_run_dir
+from reprokit.errors import KitError
+from reprokit.judge.judgement import judge_run
+from reprokit.report.results import RunResults
+from reprokit.runs import RunInfo, find_run, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources.mutants import Mutant, load_catalogue
 from reprokit.sources.programs import CLUSTER_SHAPES, COORDINATOR, PROGRAMS
@@ -47,6 +50,7 @@ class MutantsRequest:
     only: str | None = None
     source: str | None = None
     isolation: str | None = None
+    control: str | None = None  # a finished reproduction of the program to judge the mutants against
 
     def check(self, s: Settings) -> tuple[Options, list[str], list[Mutant], str]:
         """The runs' options, the programs (in order), the mutants to run and the isolation;
@@ -65,6 +69,14 @@ class MutantsRequest:
                 one_of(name, "only", [m.slug for m in mutants])
             mutants = [m for m in mutants if m.slug in names]
             programs = [p for p in programs if any(m.program == p for m in mutants)]
+        if self.control:
+            info = RunInfo.load(find_run(s.runs_dir, self.control))
+            if len(programs) != 1 or info.program != programs[0] or set(info.modes) != {"standalone", "cluster"} \
+                    or info.steps != options.steps or info.mutant is not None:
+                raise KitError(f"--control {self.control} is a run of the {info.program} program ({info.steps} steps, "
+                               f"{' and '.join(info.modes)}); the mutants asked for need one true program with "
+                               f"both modes at {options.steps} steps", "pass --programs (or --only) and --steps "
+                               "that match it, or leave --control out to run the control again")
         return options, programs, mutants, one_of(self.isolation or s.isolation, "isolation", ISOLATION_MODES)
 
 
@@ -111,8 +123,12 @@ def run_mutants(settings: Settings, request: MutantsRequest, command: str, echo:
          f"mutant{'s' if len(mutants) != 1 else ''}, {options.steps} steps a run; the table goes to {folder / TABLE}")
     for program in programs:
         asked = replace(options, program=program, run_id=f"{folder.name}-{program}")
-        echo(f"mutants: {len(results.rows) + 1} of {total}: the true {program} program (standalone and cluster)")
-        control = reproduce(settings, asked, backend, echo, progress, download)
+        if request.control:
+            control = finished_run(settings, find_run(settings.runs_dir, request.control))
+            echo(f"mutants: {len(results.rows) + 1} of {total}: the true {program} program, as run in {control.run_dir}")
+        else:
+            echo(f"mutants: {len(results.rows) + 1} of {total}: the true {program} program (standalone and cluster)")
+            control = reproduce(settings, asked, backend, echo, progress, download)
         results.rows.append(_control_row(program, control))
         _write(results)
         for mutant in (m for m in mutants if m.program == program):
@@ -125,6 +141,17 @@ def run_mutants(settings: Settings, request: MutantsRequest, command: str, echo:
     results.finished = datetime.now().isoformat(timespec="seconds")
     _write(results)
     return results
+
+
+def finished_run(settings: Settings, run_dir: Path) -> Reproduction:
+    """A reproduction finished earlier, read back from its folder: its logs judged again, its
+    evaluations and verdicts as results.json holds them."""
+    info = RunInfo.load(run_dir)
+    results = RunResults.load(run_dir)
+    judgement = judge_run(run_dir, settings.rules, info)
+    evaluations = {mode: m.evaluation for mode, m in results.modes.items() if m.evaluation is not None}
+    return Reproduction(run_dir, info, [], judgement, results, "" if results.passed else results.error,
+                        evaluations=evaluations, claim=results.claim, learning=results.learning)
 
 
 def _logs(run: Reproduction) -> str:

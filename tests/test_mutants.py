@@ -14,6 +14,7 @@ import pytest
 
 from reprokit.mutation import CONTROL, FILE, TABLE, MutantsRequest, run_mutants, table_lines
 from reprokit.runs import RunInfo
+from tests.support import REPO
 from tests.support.kit import STEPS, KitInputs, kit_settings
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
@@ -45,3 +46,20 @@ def test_a_quick_catalogue_runs_the_control_then_the_mutant_and_tabulates_both(
     table = (Path(results.folder) / TABLE).read_text()
     assert all(line in table for line in table_lines(results))
     assert any(line.startswith("mutants: 2 of 2: fifth-rate (article)") for line in said)
+
+
+def test_a_control_run_that_does_not_match_the_mutants_is_refused(tmp_path: Path) -> None:
+    """--control names a finished run; a lesson run of 51 steps cannot judge the article's mutants
+    at 1000 steps, and the refusal comes before any folder is made."""
+    import shutil
+
+    from reprokit.errors import KitError
+    from reprokit.settings import from_mapping
+    from tests.support import SAMPLES
+
+    settings = from_mapping({"runs_dir": str(tmp_path / "runs")}, root=REPO)
+    shutil.copytree(SAMPLES / "runs" / "lesson-quick", tmp_path / "runs" / "lesson-quick")
+    with pytest.raises(KitError, match="is a run of the lesson program") as caught:
+        MutantsRequest(only="fifth-rate", control="lesson-quick").check(settings)
+    assert "pass --programs (or --only) and --steps that match it" in caught.value.hint
+    assert ["lesson-quick"] == [p.name for p in (tmp_path / "runs").iterdir()]
