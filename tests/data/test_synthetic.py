@@ -137,7 +137,7 @@ def test_the_class_colour_survives_the_training_distortions(tmp_path: Path) -> N
 
 def test_at_the_default_signal_colour_alone_gives_little_away(tmp_path: Path) -> None:
     """The default (calibrated) signal hides the colour under the per-image jitter: the trainer
-    must learn the stripes, which takes it the article's 1000 steps and more (docs/learning.md)."""
+    must learn the stripes, which takes it most of the article's 1000 steps (docs/learning.md)."""
     write_synthetic(tmp_path / BATCHES_FOLDER, records_per_file=300)
     assert synthetic.DEFAULT_SIGNAL < 1.0
     assert _colour_accuracy(tmp_path / BATCHES_FOLDER) < 0.35
