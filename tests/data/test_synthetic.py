@@ -86,9 +86,10 @@ def test_the_files_differ_from_each_other(tmp_path: Path) -> None:
 
 
 def test_labels_are_balanced_across_classes(tmp_path: Path) -> None:
-    """Every class has the same count, or one more when records do not divide by ten."""
-    write_synthetic(tmp_path / "even", records_per_file=30)
-    write_synthetic(tmp_path / "odd", records_per_file=25)
+    """Without random labels every class has the same count, or one more when records do not
+    divide by ten (with them, the images' classes still are)."""
+    write_synthetic(tmp_path / "even", records_per_file=30, random_labels=0.0)
+    write_synthetic(tmp_path / "odd", records_per_file=25, random_labels=0.0)
     even = verify_batches(tmp_path / "even")
     odd = verify_batches(tmp_path / "odd")
     assert [(3,) * 10] * 6 == [f.label_counts for f in even.files]
@@ -150,6 +151,21 @@ def test_the_signal_is_recorded_and_checked(tmp_path: Path) -> None:
     assert "class signal 0.25" in (tmp_path / "weak" / NOTE_FILE).read_text()
     with pytest.raises(ValueError, match="signal must be in"):
         write_synthetic(tmp_path / "none", records_per_file=20, signal=0.0)
+
+
+def test_a_share_of_labels_is_drawn_at_random_over_the_same_images(tmp_path: Path) -> None:
+    """The marker records the share; the images are those of a folder without random labels, and
+    about the share times 9/10 of the label bytes differ from the class each image shows."""
+    write_synthetic(tmp_path / "kept", records_per_file=3000, random_labels=0.0)
+    write_synthetic(tmp_path / "drawn", records_per_file=3000, random_labels=0.3)
+    assert SyntheticParams(3000, 0, random_labels=0.3) == read_marker(tmp_path / "drawn")
+    assert "30% of the labels drawn at random" in (tmp_path / "drawn" / NOTE_FILE).read_text()
+    for name in ("data_batch_1.bin", "test_batch.bin"):
+        (shown, images), (labels, same_images) = (_load(tmp_path / f, name) for f in ("kept", "drawn"))
+        assert np.array_equal(images, same_images)
+        assert 0.27 - 0.03 < float(np.mean(shown != labels)) < 0.27 + 0.03
+    with pytest.raises(ValueError, match="random_labels must be in"):
+        write_synthetic(tmp_path / "all", records_per_file=20, random_labels=1.0)
 
 
 def test_the_class_stripes_survive_the_training_distortions(tmp_path: Path) -> None:
@@ -232,10 +248,11 @@ def test_a_failure_while_writing_leaves_nothing_behind(
 
 @pytest.mark.slow
 def test_the_full_size_set_has_the_shape_of_the_real_one(tmp_path: Path) -> None:
-    """At the default size every file is 30,730,000 bytes with 1000 records of each class."""
+    """At the default size every file is 30,730,000 bytes with 1000 images of each class, and
+    about 1000 labels of each once the random share is drawn (a count's sd is about 9)."""
     folder = tmp_path / BATCHES_FOLDER
     write_synthetic(folder)
     info = verify_batches(folder)
     assert [30730000] * 6 == [f.size for f in info.files]
-    assert [(1000,) * 10] * 6 == [f.label_counts for f in info.files]
+    assert all(950 < count < 1050 for f in info.files for count in f.label_counts)
     assert (50000, 10000) == (info.train_records, info.test_records)
