@@ -35,9 +35,15 @@ SPEEDUP_STATUSES = ("REPRODUCED", "NOT REPRODUCED", "INCONCLUSIVE", "NOT JUDGED"
 LEARNING_STATUSES = ("SAME", "DIFFERENT", "INCONCLUSIVE")
 ALPHA = 0.05  # every test and interval of this module is at 5% (95% intervals; TOST at 5% each side)
 Z_95 = float(stats.norm.ppf(1 - ALPHA / 2))
-# The loss course is judged per quarter of the run, each on the step lines both modes logged in it;
-# fewer lines than this in a quarter, and the whole run is one window; fewer in the run, not judged.
-LOSS_WINDOWS = 4
+# The loss course is judged per half of the run, each on the step lines both modes logged in it;
+# fewer lines than this in a half, and the whole run is one window; fewer in the run, not judged.
+# Not quarters: the quarter that holds the take-off (the fall from about 3.7 to 2.0) pairs two
+# curves whose fall starts some tens of steps apart from run to run; on 2026-12-05 the correct
+# cluster's lines there differed from the standalone's by a log sd of 0.23 against 0.03-0.08 in
+# the other quarters, and 0.97x (0.88-1.07) could not be shown within 10%. Over a half (50 lines)
+# that shift is averaged with the lines around it, while a cluster at half the rate still lags
+# the standalone by 20% or more in both halves (claims.yaml).
+LOSS_WINDOWS = 2
 MIN_LOSS_PAIRS = 5
 # Repetitions beyond this would take hours: an INCONCLUSIVE claim then says so instead of a count.
 MAX_REPETITIONS_ADVISED = 30
@@ -65,7 +71,7 @@ class SpeedupClaim:
 @dataclass(frozen=True)
 class LearningClaim:
     """Cluster and standalone reach the same precision @ 1, within ``margin``, above ``chance``,
-    and log the same loss course, within ``loss_margin`` (a share) in every quarter of the run."""
+    and log the same loss course, within ``loss_margin`` (a share) in each half of the run."""
 
     description: str
     margin: float
@@ -425,7 +431,7 @@ def judge_learning(claim: LearningClaim, standalone: Precision | None, cluster: 
     line = (f"{status}  precision @ 1 at the end of each mode's run: standalone {_precision_text(standalone)}, "
             f"cluster {_precision_text(cluster)}{per_step}; difference {gap:+.3f}"
             f" (95% CI {low:+.3f} to {high:+.3f}), margin +/-{claim.margin:.2f}"
-            + (f"; cluster/standalone loss by quarter {losses}, margin +/-{claim.loss_margin:.0%}" if course else ""))
+            + (f"; cluster/standalone loss by half {losses}, margin +/-{claim.loss_margin:.0%}" if course else ""))
     return ClaimVerdict("learning", status, line, reason)
 
 
