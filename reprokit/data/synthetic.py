@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -123,9 +123,9 @@ def write_synthetic(folder: Path, records_per_file: int = 10000, seed: int = 0,
             _NOTE.format(version=params.version, seed=seed, records=records_per_file, signal=signal,
                          random_labels=random_labels), "ascii"
         )
-        marker = {"generator": GENERATOR, "format_version": params.version,
-                  "records_per_file": records_per_file, "seed": seed, "signal": signal,
-                  "random_labels": random_labels}
+        # The marker is the params, field for field, so read_marker gives back what was written.
+        fields = asdict(params)
+        marker = {"generator": GENERATOR, "format_version": fields.pop("version"), **fields}
         (staging / MARKER_FILE).write_text(json.dumps(marker, indent=2) + "\n", "ascii")
 
 
