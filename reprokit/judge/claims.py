@@ -41,8 +41,8 @@ Z_95 = float(stats.norm.ppf(1 - ALPHA / 2))
 # curves whose fall starts some tens of steps apart from run to run; on 2026-12-05 the correct
 # cluster's lines there differed from the standalone's by a log sd of 0.23 against 0.03-0.08 in
 # the other quarters, and 0.97x (0.88-1.07) could not be shown within 10%. Over a half (50 lines)
-# that shift is averaged with the lines around it, while a cluster at half the rate still lags
-# the standalone by 20% or more in both halves (claims.yaml).
+# that shift is averaged with the lines around it, while the mutant at half the rate
+# (divided-twice) logged 1.12x and 1.23x of the standalone's loss by half (docs/learning.md).
 LOSS_WINDOWS = 2
 MIN_LOSS_PAIRS = 5
 # Repetitions beyond this would take hours: an INCONCLUSIVE claim then says so instead of a count.
