@@ -16,6 +16,7 @@ from reprokit import views
 from reprokit.errors import KitError
 from reprokit.mutation import MutantsRequest
 from reprokit.options import BenchRequest, Request, SweepRequest
+from reprokit.programs import NAMES as PROGRAM_NAMES
 from reprokit.settings import Settings, from_mapping
 
 ROOT = Path(__file__).resolve().parent
@@ -122,7 +123,7 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
                          "get one), none (the host network: every interface, unauthenticated)",
             "run_id": "name of the run folder (must not exist yet)",
             "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)",
-            "program": "article (default: the article's two trainers), lesson, tf2-mirrored or tf2-ps",
+            "program": f"{PROGRAM_NAMES} (default: program in invoke.yaml)",
             "require_claim": f"exit {CLAIM_NOT_REPRODUCED} unless the program's speed-up claim is REPRODUCED "
                              "(by default a claim that does not reproduce is a finding, and the exit is 0)",
             "repetitions": "standalone/cluster pairs in alternating order (default: repetitions in invoke.yaml); "
@@ -173,7 +174,7 @@ def report(c, run="latest"):
 
 @task(help={"quick": "short runs (quick_steps in invoke.yaml): the mechanism, not the verdicts' power",
             "steps": "training steps per run (default: steps in invoke.yaml, the article's 1000)",
-            "programs": "whose true programs and mutants run, comma-separated (default: every program)",
+            "programs": f"whose true programs and mutants run: {PROGRAM_NAMES}, comma-separated (default: all)",
             "only": "only these mutants (comma-separated slugs of mutants/series), and their programs' controls",
             "source": "data source, as for `invoke data`",
             "isolation": "as for reproduce's local backend",
@@ -191,9 +192,8 @@ def mutants(c, quick=False, steps=None, programs=None, only=None, source=None, i
             "isolation": "auto | netns | none, as for reproduce",
             "loss_steps": "also run each program's cluster this long and put their last losses side by side "
                           "(e.g. 1000; default 0: off)",
-            "programs": "the rows' programs: article, lesson, tf2-mirrored, tf2-ps, "
-                        "comma-separated, or all (default: bench_programs in invoke.yaml); a tf2 one adds "
-                        "the machine's ceiling",
+            "programs": f"the rows' programs: {PROGRAM_NAMES}, comma-separated, or all (default: "
+                        "bench_programs in invoke.yaml); a tf2 one adds the machine's ceiling",
             "tunings": "the article's rows' kit settings: default, or default,tuned for a row with the kit's "
                        "tuned settings too (default: bench_tunings in invoke.yaml)"})
 def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_steps=None, programs=None, tunings=None):
@@ -204,7 +204,7 @@ def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_ste
 @task(help={"workers": "comma-separated worker counts (default 1,2,4; with --link one count, default 2)",
             "steps": "steps per run (default: sweep_steps in invoke.yaml)", "tuning": "kit settings profile",
             "source": "data source", "isolation": "auto | netns | none",
-            "program": "article, lesson, tf2-mirrored, tf2-ps, comma-separated, or all (default: sweep_programs in invoke.yaml)",
+            "program": f"{PROGRAM_NAMES}, comma-separated, or all (default: sweep_programs in invoke.yaml)",
             "link": "the network sweep: link bandwidths, e.g. none,10gbit,1gbit,100mbit (hosts backend)"})
 def sweep(c, workers=None, steps=None, tuning=None, source=None, isolation=None, program=None, link=None):
     """Scaling sweep: the cluster with N workers for each N, or at each link bandwidth (--link)."""

@@ -1,8 +1,8 @@
 """A reproduction as named stages: prepare, data, standalone, cluster, check, teardown, report.
 
 Each stage writes its own log (runs/<id>/stages/NN-<stage>.log); teardown and the report always
-run, and an error in them never hides the error that came before. `invoke reproduce`,
-`invoke standalone`, `invoke client` and the benchmark all build their roles here.
+run, and an error in them never hides the error that came before. Each mode's roles are its
+program's (reprokit.programs).
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from reprokit.judge.verdict import Judgement
 from reprokit.names import PLOT, REPORT, RESULTS, STANDALONE, eval_dir, eval_log, repetition_dir, train_dir
 from reprokit.options import Options, Request
 from reprokit.prepared import Prepared, prepare
+from reprokit.programs import PROGRAMS
 from reprokit.report import markdown as report
 from reprokit.report.results import (
     ArticleFigures,
@@ -45,25 +46,13 @@ from reprokit.report.results import (
     rule_results,
 )
 from reprokit.run.backends import Backend, Exposure, left_running
-from reprokit.run.cluster import Cluster, CpuLayout
+from reprokit.run.cluster import Cluster
 from reprokit.run.manual import ExternalCluster
 from reprokit.run.registry import make_backend, stack_writer
-from reprokit.run.request_ids import RequestIdFix
-from reprokit.run.roles import (
-    Instruments,
-    RoleSpec,
-    Trainer,
-    TrainingArgs,
-    all_reduce_roles,
-    cluster_roles,
-    coordinated_roles,
-    standalone_role,
-)
 from reprokit.run.runner import Outcome, Progress
 from reprokit.runs import RunInfo
 from reprokit.settings import Settings
 from reprokit.sources import workspace
-from reprokit.sources.programs import ALL_REDUCE, CLUSTER_SHAPES, COORDINATOR, PROGRAMS, SESSION, main_role
 from reprokit.stages import StageRecord, Stages
 
 
@@ -84,35 +73,6 @@ class Reproduction:
     @property
     def passed(self) -> bool:
         return not self.error and self.judgement is not None and self.judgement.passed
-
-
-def mode_roles(mode: str, options: Options, layout: CpuLayout, backend: Backend, sources: Path, data_dir: Path,
-               train_dir: Path, instruments: Instruments | None = None,
-               fix: RequestIdFix = RequestIdFix(None), trainer_file: str | None = None) -> list[RoleSpec]:
-    """The roles of one mode, in start order: what a reproduction and the benchmark both run.
-    Every TensorFlow process gets the request-id fix when there is one (request_ids.py).
-    ``trainer_file``: another trainer in ``sources`` than the program's (the benchmark's ablation)."""
-    training = TrainingArgs(options.steps, str(data_dir), str(train_dir))
-    trainer = Trainer(backend.python, str(sources), trainer_file or PROGRAMS[options.program][mode], instruments)
-    tuning = options.tuning
-    env, server_env = {**tuning.env, **fix.env()}, {**tuning.server_env, **fix.env()}
-    if mode == "standalone":
-        return [standalone_role(training, trainer, cpus=layout.for_role(STANDALONE), env=env)]
-    shape = CLUSTER_SHAPES[options.program]
-    if shape != SESSION and tuning.client_hosts_ps:
-        raise KitError(f"the {tuning.name!r} settings put the ps inside the client's session, and the "
-                       f"{options.program} program has no session", "run it with --tuning default")
-    cluster = backend.cluster(options.workers)
-    if shape == ALL_REDUCE:
-        return all_reduce_roles(cluster, training, trainer, layout.cpus, env=env)
-    if shape == COORDINATOR:
-        return coordinated_roles(cluster, training, trainer, layout.cpus, role_server=backend.role_server,
-                                 threads=tuning.server_threads, env=env, server_env=server_env,
-                                 client_waits=backend.client_waits)
-    return cluster_roles(cluster, training, trainer, layout.cpus,
-                         role_server=backend.role_server, threads=tuning.server_threads, env=env,
-                         server_env=server_env, client_hosts_ps=tuning.client_hosts_ps,
-                         client_waits=backend.client_waits)
 
 
 def run(settings: Settings, request: Request, echo: Echo, progress: Progress | None = None,
@@ -136,6 +96,7 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
     """Run every stage; the run folder holds the logs, results.json, report.md and the plot."""
     # Before any stage: a bad --cpus, a drifted upstream or a corrupt patch fails with no folder made.
     prepared = prepare(settings, options)
+    program = PROGRAMS[options.program]
     run_dir = prepared.run_dir
     stages = Stages(run_dir, echo)
     result = Reproduction(run_dir, prepared.info, stages.records)
@@ -158,15 +119,16 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
             for mode in options.modes if number % 2 else options.modes[::-1]:
                 name = mode if number == 1 else f"{mode}-{number}"
                 with stages.stage(name) as say:
-                    roles = mode_roles(mode, options, prepared.layout, backend, prepared.sources, data.data_dir,
-                                       train_dir(folder, mode), fix=prepared.fix, trainer_file=prepared.trainers[mode])
+                    roles = program.roles(mode, options, prepared.layout, backend, prepared.sources, data.data_dir,
+                                          train_dir(folder, mode), fix=prepared.fix,
+                                          trainer_file=prepared.trainers[mode])
                     for role in roles:
                         say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
                     if any(r.listens for r in roles):
                         result.exposure = backend.exposure(backend.cluster(options.workers))
                         say(f"servers listen on: {result.exposure.where}")
                     folder.mkdir(parents=True, exist_ok=True)
-                    outcome = backend.run(folder, roles, main_role(options.program, mode), progress)
+                    outcome = backend.run(folder, roles, program.main_role(mode), progress)
                     outcomes[name] = outcome
                     if not outcome.ok:
                         raise ClusterError(f"the {name} run failed: {outcome.message}", f"logs are kept in {folder}")
@@ -288,8 +250,9 @@ def write_stack(settings: Settings, request: Request, image: str | None, echo: E
     options = replace(request.options(settings), modes=("cluster",))
     backend = stack_writer(settings, request.placement(), image)
     prepared = prepare(settings, options)
-    roles = mode_roles("cluster", options, prepared.layout, backend, prepared.sources,
-                       settings.data_dir.absolute(), train_dir(prepared.run_dir, "cluster"), fix=prepared.fix)
+    roles = PROGRAMS[options.program].roles("cluster", options, prepared.layout, backend, prepared.sources,
+                                            settings.data_dir.absolute(), train_dir(prepared.run_dir, "cluster"),
+                                            fix=prepared.fix)
     _, path = backend.write_stack_file(prepared.run_dir, roles, "cluster")
     echo(f"the data must be in {settings.data_dir.absolute()} on every node (`invoke data` makes it here)")
     return path

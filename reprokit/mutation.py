@@ -31,7 +31,7 @@ from reprokit.report.results import RunResults
 from reprokit.runs import RunInfo, find_run, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources.mutants import Mutant, load_catalogue
-from reprokit.sources.programs import CLUSTER_SHAPES, COORDINATOR, PROGRAMS
+from reprokit.programs import PROGRAMS
 
 FILE, TABLE = "mutants.json", "mutants.md"
 CONTROL = "(true program)"
@@ -168,7 +168,7 @@ def _precisions(standalone: Reproduction, cluster: Reproduction) -> tuple[float,
 
 
 def _control_row(program: str, run: Reproduction) -> Row:
-    asynchronous = CLUSTER_SHAPES[program] == COORDINATOR
+    asynchronous = PROGRAMS[program].asynchronous
     expected = "as the standalone (SAME)" if not asynchronous else \
         "asynchronous: one worker's batch an update (docs/learning.md)"
     if run.error or run.learning is None:

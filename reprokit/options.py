@@ -18,7 +18,7 @@ from reprokit.run.links import Link, parse_link, parse_links
 from reprokit.run.local import ISOLATION_MODES
 from reprokit.run.tuning import PROFILES, Tuning, profile
 from reprokit.settings import Settings
-from reprokit.sources.programs import PROGRAMS
+from reprokit.programs import PROGRAMS
 
 
 @dataclass(frozen=True)

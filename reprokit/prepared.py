@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from reprokit.names import MODES
 from reprokit.options import Options
+from reprokit.programs import PROGRAMS
 from reprokit.run import request_ids
 from reprokit.run.cluster import CpuLayout, make_layout
 from reprokit.run.request_ids import RequestIdFix
@@ -22,7 +24,6 @@ from reprokit.runs import RUN_KINDS, RunInfo, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources import workspace
 from reprokit.sources.mutants import mutant_of
-from reprokit.sources.programs import PROGRAMS
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def prepare(settings: Settings, options: Options, kind: str = "run") -> Prepared
         raise ValueError(f"unknown run kind {kind!r}")
     started = time.monotonic()
     layout = make_layout(options.layout, options.workers, explicit=options.cpus)
-    trainers = dict(PROGRAMS[options.program])
+    trainers = {mode: PROGRAMS[options.program].trainer(mode) for mode in MODES}
     if options.mutant is None:
         sources = settings.sources_dir
         applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, sources)

@@ -17,7 +17,7 @@ from reprokit.options import BenchRequest, Request, SweepRequest
 from reprokit.prepared import prepare
 from reprokit.runs import RunInfo, find_run
 from reprokit.settings import KIT_CONFIG, Settings, from_mapping
-from reprokit.sources.programs import PROGRAMS
+from reprokit.programs import PROGRAMS
 from tests.support import REPO
 
 

@@ -15,17 +15,17 @@ from reprokit.errors import KitError
 from reprokit.files import write_text
 from reprokit.sources import patches as patchlib
 from reprokit.sources import series
-from reprokit.sources.programs import PROGRAMS
+from reprokit.programs import PROGRAMS
 
 
 def lesson_patch(upstream_dir: Path, patches_dir: Path) -> tuple[patchlib.Patch, list[str]]:
     """The series' patch that makes the lesson's cluster trainer, with the lines it applies to
     (the article's cluster trainer), from one strict walk of the series."""
-    return series.walk(upstream_dir, patches_dir, strict=True).making(PROGRAMS["lesson"]["cluster"])
+    return series.walk(upstream_dir, patches_dir, strict=True).making(PROGRAMS["lesson"].cluster)
 
 
 def variant_name(change: str) -> str:
-    return PROGRAMS["lesson"]["cluster"].removesuffix(".py") + "_only_" + change.replace("-", "_") + ".py"
+    return PROGRAMS["lesson"].cluster.removesuffix(".py") + "_only_" + change.replace("-", "_") + ".py"
 
 
 def build_variants(upstream_dir: Path, patches_dir: Path, sources: Path, folder: Path) -> dict[str, str]:

@@ -62,7 +62,7 @@ from reprokit.options import Options
 from reprokit.run.backends import Backend
 from reprokit.run.tuning import PROFILES, Tuning
 from reprokit.settings import Settings
-from reprokit.sources.programs import CLUSTER_SHAPES, PROGRAMS, SESSION
+from reprokit.programs import PROGRAMS, SESSION
 
 TARGET_SPEEDUP = 1.85  # the lesson's target on 2 workers (the limit is 2.00x)
 BASELINE_FLOOR = 0.95  # the lesson's standalone against the article's, in the same invocation
@@ -93,7 +93,7 @@ ROWS = rows_for(["article", "lesson"])
 def ceiling_program(rows: Sequence[Row]) -> str | None:
     """The first benched program of today's TensorFlow (its cluster has no session), whose
     standalone the ceiling runs twice at once; None when no row is one."""
-    return next((row.program for row in rows if CLUSTER_SHAPES[row.program] != SESSION), None)
+    return next((row.program for row in rows if PROGRAMS[row.program].shape != SESSION), None)
 
 
 @dataclass(frozen=True)
@@ -108,8 +108,8 @@ def standalone_runners(rows: Sequence[Row]) -> dict[str, str]:
     """Each benched program -> the program whose standalone run it shares: the first benched
     program of its standalone trainer file (tf2-mirrored and tf2-ps run one file)."""
     programs = list(dict.fromkeys(row.program for row in rows))
-    first = {PROGRAMS[p]["standalone"]: p for p in reversed(programs)}
-    return {p: first[PROGRAMS[p]["standalone"]] for p in programs}
+    first = {PROGRAMS[p].standalone: p for p in reversed(programs)}
+    return {p: first[PROGRAMS[p].standalone] for p in programs}
 
 
 def _repetition(bench: Bench, rows: tuple[Row, ...], workers: int, reverse: bool,

@@ -24,7 +24,6 @@ from reprokit.bench.timeline import Trace
 from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
 from reprokit.errors import ClusterError
-from reprokit.experiment import mode_roles
 from reprokit.judge.logs import parse_log, step_fields
 from reprokit.judge.speed import after_warmup, median_rate
 from reprokit.judge.threads import dead_input_threads
@@ -36,8 +35,8 @@ from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.roles import Instruments, RoleSpec
 from reprokit.run.runner import Outcome
 from reprokit.run.tuning import Tuning
-from reprokit.sources.programs import main_role
 from reprokit.prepared import prepare
+from reprokit.programs import PROGRAMS
 from reprokit.settings import Settings
 from reprokit.sources.verify import run_checks
 
@@ -80,9 +79,10 @@ class Bench:
         probed = trace_step is not None or input_free
         instruments = Instruments(str(folder / "probe.json"), -1 if trace_step is None else trace_step,
                                   input_free) if probed else None
-        roles = mode_roles(mode, options, make_layout("spread", workers), backend, sources or self.sources,
-                           self.data.data_dir, folder / "train", instruments, self.fix, trainer_file)
-        main = main_role(options.program, mode)
+        trained = PROGRAMS[options.program]
+        roles = trained.roles(mode, options, make_layout("spread", workers), backend, sources or self.sources,
+                              self.data.data_dir, folder / "train", instruments, self.fix, trainer_file)
+        main = trained.main_role(mode)
         self.echo(f"  {folder.name}: {options.program} {mode}" + (f", {workers} workers" if mode == "cluster" else "")
                   + (f", tuning {options.tuning.name}" if options.tuning.name != "default" else ""))
         outcome = self._outcome(backend, folder, roles, main)
@@ -142,8 +142,8 @@ def ceiling_roles(options: Options, backend: Backend, sources: Path, data_dir: P
     for copy, name in enumerate(CEILING_ROLES):
         # Round robin, as the spread layout: on one CPU both share it, and the ceiling is 1x.
         layout = CpuLayout("ceiling", {STANDALONE: str(cpus[copy % len(cpus)])})
-        (role,) = mode_roles("standalone", options, layout, backend, sources, data_dir, folder / f"train{copy}",
-                             None, fix)
+        (role,) = PROGRAMS[options.program].roles("standalone", options, layout, backend, sources, data_dir,
+                                                  folder / f"train{copy}", None, fix)
         # The second may end before the first, the main role, does: its exit 0 is no death.
         roles.append(replace(role, name=name, ends_itself=copy > 0))
     return roles[::-1]

@@ -14,7 +14,7 @@ from reprokit.judge.speedup import RunSpeed, run_speed
 from reprokit.judge.verdict import Judgement, Summary, Verdict
 from reprokit.names import EVAL_RULES, eval_log, log_path, repetition_dir
 from reprokit.runs import RunInfo
-from reprokit.sources.programs import main_role
+from reprokit.programs import program
 
 
 def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Judgement:
@@ -26,8 +26,9 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
     eval_rules = ruleslib.load_rules(rules_path.parent / EVAL_RULES)
     verdicts: list[Verdict] = []
     records: dict[str, list[LogRecord]] = {}
+    trained = program(run.program)  # an unknown name, in a folder from elsewhere, is a clear error
     for mode in run.modes:
-        main = main_role(run.program, mode)
+        main = trained.main_role(mode)
         path = log_path(run_dir, main)
         records[mode] = parse_log(path, main) if path.is_file() else []
         context = ruleslib.run_context(mode, run.steps, run.workers)
@@ -41,7 +42,7 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
         folder = repetition_dir(run_dir, number)
         pair: dict[str, list[LogRecord]] = {}
         for mode in run.modes:
-            main = main_role(run.program, mode)
+            main = trained.main_role(mode)
             path = log_path(folder, main)
             pair[mode] = parse_log(path, main) if path.is_file() else []
             verdicts += checks.check_logs(mode, pair[mode], rules, ruleslib.run_context(mode, run.steps, run.workers),

@@ -21,7 +21,7 @@ from reprokit.errors import KitError
 from reprokit.judge.datafile import load_section, vocabulary_hint
 from reprokit.judge.logs import LOG_EVERY
 from reprokit.names import MODES  # re-exported: checks.py reads it from here
-from reprokit.sources.programs import PROGRAMS
+from reprokit.programs import PROGRAMS
 
 SCOPES = ("format", "run")
 FIELDS = ("step", "loss", "examples_per_sec", "sec_per_batch")

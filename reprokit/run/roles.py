@@ -212,7 +212,7 @@ def cluster_roles(cluster: Cluster, training: TrainingArgs, trainer: Trainer, cp
     return [ps, *workers, client_role(cluster, training, trainer, cpus=cpus[CLIENT], env=env, wait=wait)]
 
 
-# --- today's TensorFlow: the cluster told by TF_CONFIG (reprokit.sources.programs' shapes) ---------
+# --- today's TensorFlow: the cluster told by TF_CONFIG (reprokit.programs' shapes) ---------
 
 # ParameterServerStrategy's workers hang, with no error, when their server has one inter-op thread
 # (a worker pinned to one CPU gets one by default): the scheduled step and its receives need two.

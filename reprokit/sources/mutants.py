@@ -15,7 +15,7 @@ from pathlib import Path
 
 from reprokit.errors import KitError, PatchError
 from reprokit.sources import patches as patchlib
-from reprokit.sources.programs import PROGRAMS
+from reprokit.programs import PROGRAMS
 
 # What a bug should do to learning per step, against a correct cluster of the same program.
 EFFECTS = {
@@ -72,7 +72,7 @@ def _mutant(patch: patchlib.Patch) -> Mutant:
     if effect not in EFFECTS:
         raise PatchError(f"{patch.path}: Mutant-Effect {effect!r} is not one of {', '.join(EFFECTS)}",
                          _FIX, patch=patch.name)
-    cluster = PROGRAMS[program]["cluster"]
+    cluster = PROGRAMS[program].cluster
     if patch.source_name != cluster:
         raise PatchError(f"{patch.path}: patches {patch.source_name}, not the {program} program's cluster trainer "
                          f"{cluster}", _FIX, patch=patch.name)

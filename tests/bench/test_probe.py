@@ -12,8 +12,8 @@ import pytest
 
 from reprokit.bench.chrome_trace import CLIENT
 from reprokit.bench.probe import NodeStats, step_trace
-from reprokit.experiment import mode_roles
 from reprokit.options import Options
+from reprokit.programs import PROGRAMS
 from reprokit.run.cluster import make_layout
 from reprokit.run.local import LocalBackend
 from reprokit.run.roles import Instruments
@@ -66,8 +66,9 @@ def test_a_real_traced_cluster_step_opens_as_a_chrome_trace_of_every_role(kit_in
     backend = LocalBackend("auto", first_port=free_port())
     options = Options(STEPS, 2, "spread", "synthetic", RECORDS)
     traced_step = STEPS - 1
-    roles = mode_roles("cluster", options, make_layout("spread", 2), backend, kit_inputs.sources_dir,
-                       kit_inputs.data_dir, tmp_path / "train", Instruments(str(tmp_path / "probe.json"), traced_step))
+    roles = PROGRAMS["article"].roles("cluster", options, make_layout("spread", 2), backend, kit_inputs.sources_dir,
+                                      kit_inputs.data_dir, tmp_path / "train",
+                                      Instruments(str(tmp_path / "probe.json"), traced_step))
     outcome = backend.run(tmp_path, roles, "client", None)
     assert outcome.ok, outcome.message
     probe = json.loads((tmp_path / "probe.json").read_text())

@@ -29,7 +29,7 @@ from reprokit.judge.claims import (
 )
 from reprokit.judge.intervals import Estimate, ratio_estimate
 from reprokit.judge.speed import ARTICLE_CLUSTER_STEPS, ARTICLE_SPEEDUP, ARTICLE_STANDALONE_STEPS
-from reprokit.sources.programs import PROGRAMS
+from reprokit.programs import PROGRAMS
 from tests.support import REPO, SAMPLES
 
 CLAIMS = REPO / "expected_logs" / "claims.yaml"

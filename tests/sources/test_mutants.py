@@ -10,7 +10,7 @@ import pytest
 from reprokit.errors import KitError, PatchError
 from reprokit.sources import series
 from reprokit.sources.mutants import EFFECTS, load_catalogue, mutant_of
-from reprokit.sources.programs import PROGRAMS
+from reprokit.programs import PROGRAMS
 from tests.support import REPO
 
 MUTANTS = REPO / "mutants"
@@ -32,7 +32,7 @@ def test_every_mutant_applies_strictly_after_the_series_and_says_what_is_wrong_i
     """Each mutant file differs from its program's true cluster trainer, and marks the bug."""
     files = series.walk(REPO / "upstream", REPO / "patches", strict=True, stacked=MUTANTS).files
     for mutant in load_catalogue(MUTANTS):
-        true_trainer = files[PROGRAMS[mutant.program]["cluster"]]
+        true_trainer = files[PROGRAMS[mutant.program].cluster]
         assert files[mutant.trainer] != true_trainer
         assert "# MUTANT:" in files[mutant.trainer]
         compile(files[mutant.trainer], mutant.trainer, "exec")

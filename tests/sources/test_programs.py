@@ -2,43 +2,67 @@
 
 from __future__ import annotations
 
+import pytest
+
+import tasks
+from reprokit.errors import KitError
 from reprokit.names import MODES
+from reprokit.programs import NAMES, PROGRAMS, program, trainer_files
 from reprokit.sources import series
-from reprokit.sources.programs import CLUSTER_SHAPES, PROGRAMS, main_role, trainer_files
 from tests.support import REPO
 
 
 def test_every_trainer_a_program_runs_is_one_the_series_makes() -> None:
-    """Each file PROGRAMS names is the target of a patch in patches/series."""
+    """Each file a program names is the target of a patch in patches/series."""
     made = {patch.target_name for patch, _ in series.walk(REPO / "upstream", REPO / "patches", strict=True).applied()}
     assert set() == trainer_files() - made
 
 
-def test_every_program_names_a_trainer_for_every_mode() -> None:
-    """Every program runs a standalone and a cluster trainer, and says how its cluster runs."""
-    assert {name: set(MODES) for name in ("article", "lesson", "tf2-mirrored", "tf2-ps")} == \
-        {name: set(modes) for name, modes in PROGRAMS.items()}
-    assert set(PROGRAMS) == set(CLUSTER_SHAPES)
+def test_the_programs_are_the_four_the_kit_teaches_and_the_help_names_each() -> None:
+    assert ["article", "lesson", "tf2-mirrored", "tf2-ps"] == list(PROGRAMS)
+    assert "article, lesson, tf2-mirrored or tf2-ps" == NAMES
+    assert all(name == p.name for name, p in PROGRAMS.items())
+
+
+def test_an_unknown_program_is_a_kit_error_naming_the_known_ones() -> None:
+    with pytest.raises(KitError, match="unknown program 'tf3'") as raised:
+        program("tf3")
+    assert NAMES in raised.value.hint
+    assert PROGRAMS["lesson"] is program("lesson")
 
 
 def test_the_tf2_programs_share_one_standalone_stacked_on_the_lessons() -> None:
     """Both tf.distribute programs are measured against one TF2 standalone, made from the lesson's
     standalone; their cluster trainers are made from the lesson's cluster trainer."""
     walked = series.walk(REPO / "upstream", REPO / "patches", strict=True)
-    assert PROGRAMS["tf2-mirrored"]["standalone"] == PROGRAMS["tf2-ps"]["standalone"]
-    assert {PROGRAMS["lesson"][mode] for mode in MODES} == {
-        walked.making(PROGRAMS[program][mode])[0].source_name for program in ("tf2-mirrored", "tf2-ps")
+    assert PROGRAMS["tf2-mirrored"].standalone == PROGRAMS["tf2-ps"].standalone
+    assert {PROGRAMS["lesson"].trainer(mode) for mode in MODES} == {
+        walked.making(PROGRAMS[name].trainer(mode))[0].source_name for name in ("tf2-mirrored", "tf2-ps")
         for mode in MODES}
 
 
 def test_the_main_role_is_the_one_that_logs_the_steps() -> None:
     assert ["standalone", "client", "client", "worker0", "client"] == [
-        main_role("article", "standalone"), main_role("article", "cluster"), main_role("lesson", "cluster"),
-        main_role("tf2-mirrored", "cluster"), main_role("tf2-ps", "cluster")]
+        PROGRAMS["article"].main_role("standalone"), PROGRAMS["article"].main_role("cluster"),
+        PROGRAMS["lesson"].main_role("cluster"), PROGRAMS["tf2-mirrored"].main_role("cluster"),
+        PROGRAMS["tf2-ps"].main_role("cluster")]
+    assert [False, False, False, True] == [p.asynchronous for p in PROGRAMS.values()]
 
 
 def test_the_lesson_programs_trainers_are_stacked_on_the_articles() -> None:
     """The lesson's trainer for each mode is made from the article's trainer for that mode."""
     walked = series.walk(REPO / "upstream", REPO / "patches", strict=True)
-    assert {mode: PROGRAMS["article"][mode] for mode in MODES} == {
-        mode: walked.making(PROGRAMS["lesson"][mode])[0].source_name for mode in MODES}
+    assert {mode: PROGRAMS["article"].trainer(mode) for mode in MODES} == {
+        mode: walked.making(PROGRAMS["lesson"].trainer(mode))[0].source_name for mode in MODES}
+
+
+def test_every_help_text_and_setting_that_takes_programs_names_each_of_them() -> None:
+    """The names are typed in reprokit/programs.py; the help reads them, invoke.yaml's comments
+    are held to them here."""
+    helps = [t.help[option] for t, option in ((tasks.reproduce, "program"), (tasks.mutants, "programs"),
+                                               (tasks.bench, "programs"), (tasks.sweep, "program"))]
+    comments = [line for line in (REPO / "invoke.yaml").read_text().splitlines()
+                if line.strip().startswith(("program:", "bench_programs:", "sweep_programs:"))]
+    assert 3 == len(comments)
+    for text in helps + comments:
+        assert all(name in text for name in PROGRAMS), text

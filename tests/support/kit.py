@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from reprokit.experiment import mode_roles
 from reprokit.options import Options
+from reprokit.programs import PROGRAMS
 from reprokit.run.backends import Backend
 from reprokit.run.cluster import make_layout
 from reprokit.run.roles import RoleSpec
@@ -49,5 +49,5 @@ def real_roles(backend: Backend, inputs: KitInputs, run_dir: Path, mode: str = "
                workers: int = 2, program: str = "article") -> list[RoleSpec]:
     """A mode's roles exactly as a reproduction builds them (ps, workers and client; or standalone)."""
     options = Options(steps, workers, "spread", "synthetic", RECORDS, program=program)
-    return mode_roles(mode, options, make_layout("spread", workers), backend, inputs.sources_dir,
-                      inputs.data_dir, run_dir / f"train_{mode}")
+    return PROGRAMS[program].roles(mode, options, make_layout("spread", workers), backend, inputs.sources_dir,
+                                   inputs.data_dir, run_dir / f"train_{mode}")

@@ -1,0 +1,123 @@
+"""The programs a run can train, each one whole: its trainer files, how its cluster runs, the roles
+it starts and the role whose log holds its steps.
+
+The article's two trainers; the lesson's, stacked on them, whose standalone trainer is its cluster
+trainer's fair baseline; and today's TensorFlow (tf2), stacked on the lesson's: the same model and
+data with tf.distribute, all-reduce (MultiWorkerMirroredStrategy) and a coordinator
+(ParameterServerStrategy), both against one TF2 standalone. The trainer files are facts about
+patches/series; a test keeps them true (every file named here is one the series makes). This is the
+only place a program is typed: options, help texts, the bench, mutants and claims.yaml's check
+read the names from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reprokit.errors import KitError
+from reprokit.names import CLIENT, STANDALONE, worker
+from reprokit.run.request_ids import RequestIdFix
+from reprokit.run.roles import (
+    Instruments,
+    RoleSpec,
+    Trainer,
+    TrainingArgs,
+    all_reduce_roles,
+    cluster_roles,
+    coordinated_roles,
+    standalone_role,
+)
+
+if TYPE_CHECKING:  # options.py reads the program names from here
+    from reprokit.options import Options
+    from reprokit.run.backends import Backend
+    from reprokit.run.cluster import CpuLayout
+
+# How a program's cluster runs; reprokit.run.roles builds the roles of each shape.
+#   session:     ps and worker servers, and a client whose session runs the graph on grpc://<ps>
+#   all-reduce:  every worker runs the trainer, told the cluster by TF_CONFIG; worker 0 logs
+#   coordinator: ps and worker servers told the cluster by TF_CONFIG, and the trainer as the
+#                coordinator (TF_CONFIG's job "chief", the article's client), which schedules steps
+SESSION, ALL_REDUCE, COORDINATOR = "session", "all-reduce", "coordinator"
+
+
+@dataclass(frozen=True)
+class Program:
+    name: str
+    standalone: str  # the standalone trainer file patches/series makes
+    cluster: str  # the cluster trainer file
+    shape: str  # SESSION, ALL_REDUCE or COORDINATOR
+    about: str  # a few words, for help texts
+
+    def trainer(self, mode: str) -> str:
+        return self.standalone if mode == STANDALONE else self.cluster
+
+    @property
+    def asynchronous(self) -> bool:
+        """Workers update apart (one worker's batch an update), not as one synchronous step."""
+        return self.shape == COORDINATOR
+
+    def main_role(self, mode: str) -> str:
+        """The role whose log holds the trainer's step lines: the standalone, the client (which
+        builds the graph, or coordinates), or worker 0, the chief of an all-reduce cluster."""
+        if mode == STANDALONE:
+            return STANDALONE
+        return worker(0) if self.shape == ALL_REDUCE else CLIENT
+
+    def roles(self, mode: str, options: Options, layout: CpuLayout, backend: Backend, sources: Path,
+              data_dir: Path, train_dir: Path, instruments: Instruments | None = None,
+              fix: RequestIdFix = RequestIdFix(None), trainer_file: str | None = None) -> list[RoleSpec]:
+        """The roles of one mode, in start order: what a reproduction and the benchmark both run.
+        Every TensorFlow process gets the request-id fix when there is one (request_ids.py).
+        ``trainer_file``: another trainer in ``sources`` than this program's (a mutant's, or the
+        benchmark's ablation)."""
+        training = TrainingArgs(options.steps, str(data_dir), str(train_dir))
+        trainer = Trainer(backend.python, str(sources), trainer_file or self.trainer(mode), instruments)
+        tuning = options.tuning
+        env, server_env = {**tuning.env, **fix.env()}, {**tuning.server_env, **fix.env()}
+        if mode == STANDALONE:
+            return [standalone_role(training, trainer, cpus=layout.for_role(STANDALONE), env=env)]
+        if self.shape != SESSION and tuning.client_hosts_ps:
+            raise KitError(f"the {tuning.name!r} settings put the ps inside the client's session, and the "
+                           f"{self.name} program has no session", "run it with --tuning default")
+        cluster = backend.cluster(options.workers)
+        if self.shape == ALL_REDUCE:
+            return all_reduce_roles(cluster, training, trainer, layout.cpus, env=env)
+        if self.shape == COORDINATOR:
+            return coordinated_roles(cluster, training, trainer, layout.cpus, role_server=backend.role_server,
+                                     threads=tuning.server_threads, env=env, server_env=server_env,
+                                     client_waits=backend.client_waits)
+        return cluster_roles(cluster, training, trainer, layout.cpus,
+                             role_server=backend.role_server, threads=tuning.server_threads, env=env,
+                             server_env=server_env, client_hosts_ps=tuning.client_hosts_ps,
+                             client_waits=backend.client_waits)
+
+
+PROGRAMS: dict[str, Program] = {p.name: p for p in (
+    Program("article", "cifar10_standalone_train.py", "cifar10_cluster_train.py", SESSION,
+            "the article's two trainers (2017)"),
+    Program("lesson", "cifar10_lesson_standalone_train.py", "cifar10_lesson_cluster_train.py", SESSION,
+            "the lesson's, stacked on the article's"),
+    Program("tf2-mirrored", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py", ALL_REDUCE,
+            "today's TensorFlow, all-reduce (MultiWorkerMirroredStrategy)"),
+    Program("tf2-ps", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py", COORDINATOR,
+            "today's TensorFlow, a coordinator (ParameterServerStrategy)"),
+)}
+
+# For help texts: "article, lesson, tf2-mirrored or tf2-ps".
+NAMES = ", ".join(list(PROGRAMS)[:-1]) + " or " + list(PROGRAMS)[-1]
+
+
+def program(name: str) -> Program:
+    """The program called ``name``; a KitError naming the known ones otherwise."""
+    try:
+        return PROGRAMS[name]
+    except KeyError:
+        raise KitError(f"unknown program {name!r}", f"use one of: {NAMES}") from None
+
+
+def trainer_files() -> set[str]:
+    """Every trainer file a program runs, in any mode."""
+    return {p.trainer(mode) for p in PROGRAMS.values() for mode in (STANDALONE, "cluster")}
