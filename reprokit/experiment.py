@@ -17,6 +17,7 @@ from reprokit.data.download import DownloadProgress
 from reprokit.data.prepare import DataResult, prepare_data
 from reprokit.errors import ClusterError, KitError
 from reprokit.judge.claims import (
+    Claims,
     ClaimVerdict,
     Precision,
     headline,
@@ -30,7 +31,7 @@ from reprokit.judge.logs import step_fields
 from reprokit.judge.evaluation import BATCH_SIZE, evaluate
 from reprokit.judge.judgement import judge_run
 from reprokit.judge.verdict import Judgement
-from reprokit.names import PLOT, REPORT, RESULTS, STANDALONE, eval_dir, eval_log, repetition_dir, train_dir
+from reprokit.names import PLOT, REPORT, RESULTS, eval_dir, eval_log, repetition_dir, train_dir
 from reprokit.options import Options, Request
 from reprokit.prepared import Prepared, prepare
 from reprokit.programs import PROGRAMS
@@ -87,14 +88,16 @@ def run_client(settings: Settings, request: Request, cluster: Cluster, echo: Ech
                progress: Progress | None = None, download: DownloadProgress | None = None) -> Reproduction:
     """The cluster mode against servers started elsewhere: only the client runs here."""
     options = request.options(settings, workers=len(cluster.workers))
-    backend = ExternalCluster(cluster, settings.probe_timeout_s, settings.watchdog)
+    backend = ExternalCluster(cluster, settings.watchdog)
     return reproduce(settings, options, backend, echo, progress, download)
 
 
 def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo,
               progress: Progress | None = None, download: DownloadProgress | None = None) -> Reproduction:
     """Run every stage; the run folder holds the logs, results.json, report.md and the plot."""
-    # Before any stage: a bad --cpus, a drifted upstream or a corrupt patch fails with no folder made.
+    # Before any stage: a bad --cpus, a drifted upstream, a corrupt patch or claims file fails with no
+    # folder made.
+    claims = load_claims(settings.claims, list(PROGRAMS))
     prepared = prepare(settings, options)
     program = PROGRAMS[options.program]
     run_dir = prepared.run_dir
@@ -140,14 +143,14 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
             result.judgement = judge_run(run_dir, settings.rules, prepared.info)
             for line in result.judgement.summary.lines:
                 say(line)
-            _judge_claims(settings, result)
+            _judge_claims(claims, result)
             for line in result.verdict_lines:
                 say(line)
     except (KitError, OSError) as exc:
         result.error = str(exc) if isinstance(exc, KitError) else f"could not write in {run_dir}: {exc}"
     finally:
         _teardown(stages, backend, outcomes, result)
-        _report(stages, settings, options, backend, data, outcomes, result, prepared)
+        _report(stages, settings, options, backend, data, outcomes, result, prepared, claims)
     return result
 
 
@@ -192,13 +195,12 @@ def precision_of(e: Evaluation) -> Precision | None:
     return Precision(e.precision, e.correct, e.counted, e.step, e.examples_seen)
 
 
-def _judge_claims(settings: Settings, result: Reproduction) -> None:
+def _judge_claims(claims: Claims, result: Reproduction) -> None:
     """The claim of the program that ran and the learning, judged apart from the logs: the
     three-part verdict."""
     judgement = result.judgement
     if judgement is None:
         return
-    claims = load_claims(settings.claims, list(PROGRAMS))
     speed = judgement.speed.speedup if judgement.speed else None
     info = result.info
     result.claim = judge_speedup(claims.speedup.get(info.program), speed, program=info.program,
@@ -220,7 +222,8 @@ def run_headline(result: Reproduction) -> str:
 
 
 def _report(stages: Stages, settings: Settings, options: Options, backend: Backend,
-            data: DataResult | None, outcomes: dict[str, Outcome], result: Reproduction, prepared: Prepared) -> None:
+            data: DataResult | None, outcomes: dict[str, Outcome], result: Reproduction, prepared: Prepared,
+            claims: Claims) -> None:
     """The report stage: its own failure is added to the run's error, never put in its place.
     The files are written once the stage has closed, so that its own record says how it ended."""
     try:
@@ -232,7 +235,7 @@ def _report(stages: Stages, settings: Settings, options: Options, backend: Backe
                 finished=datetime.now().isoformat(timespec="seconds"),
                 tuning=options.tuning, backend=backend.facts(), exposure=result.exposure, data=data_facts(data),
                 machine=machine_facts(), checksums=checksums(settings),
-                speed=judgement.speed if judgement else None, article=ArticleFigures(),
+                speed=judgement.speed if judgement else None, article=ArticleFigures.of(claims),
                 modes=mode_results(options.modes, judgement, outcomes, result.evaluations),
                 rules=rule_results(judgement), stages=[], claim=result.claim, learning=result.learning,
                 verdict_lines=result.verdict_lines, kit_fixes={"request_id_fix": prepared.fix.summary})

@@ -58,7 +58,7 @@ class MutantsRequest:
         steps = self.steps if self.steps is not None else (s.quick_steps if self.quick else s.steps)
         options = run_options(s, steps=whole_number(steps, "steps", minimum=21), workers=2, layout="spread",
                               cpus="", source=self.source or s.data_source, run_id=None, tuning="default",
-                              program="article")
+                              program="article", repetitions=1)
         catalogue = load_catalogue(s.mutants_dir)
         programs = program_list(self.programs) if self.programs else list(dict.fromkeys(
             [m.program for m in catalogue] + list(PROGRAMS)))

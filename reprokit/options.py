@@ -7,7 +7,7 @@ KitError that names the option, what was given, and what would do (never a Pytho
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprokit.errors import KitError
@@ -16,7 +16,7 @@ from reprokit.run.backends import BACKENDS
 from reprokit.run.cluster import LAYOUTS, load_cluster, load_placement, parse_cpu_overrides
 from reprokit.run.links import Link, parse_link, parse_links
 from reprokit.run.local import ISOLATION_MODES
-from reprokit.run.tuning import PROFILES, Tuning, profile
+from reprokit.run.tuning import Tuning, profile
 from reprokit.settings import Settings
 from reprokit.programs import PROGRAMS
 
@@ -30,13 +30,13 @@ class Options:
     layout: str
     data_source: str
     synthetic_records: int
+    tuning: Tuning
+    program: str
+    repetitions: int  # standalone/cluster pairs, in alternating order
     cpus: dict[str, str] = field(default_factory=dict)
     run_id: str | None = None
     modes: tuple[str, ...] = MODES
-    tuning: Tuning = PROFILES["default"]
-    program: str = "article"
     mutant: str | None = None  # a mutant of the catalogue (mutants/) runs in place of the true cluster trainer
-    repetitions: int = 1  # standalone/cluster pairs, in alternating order
 
 
 # What a person typed: text from the command line, a number from invoke.yaml, or None (not given).
@@ -88,14 +88,15 @@ def tuning_list(text: str) -> list[str]:
 
 
 def run_options(settings: Settings, *, steps: Given, workers: Given, layout: str, cpus: str, source: str,
-                run_id: str | None, tuning: str, program: str, modes: tuple[str, ...] = MODES) -> Options:
+                run_id: str | None, tuning: str, program: str, repetitions: Given,
+                modes: tuple[str, ...] = MODES) -> Options:
     """The options of a run, every one checked: the one check of reproduce's, bench's and sweep's."""
     for mode in modes:
         one_of(mode, "mode", MODES)
     return Options(whole_number(steps, "steps"), whole_number(workers, "workers"),
-                   one_of(layout, "layout", LAYOUTS), source, settings.synthetic_records,
-                   parse_cpu_overrides(cpus or ""), run_id or None, modes, profile(tuning),
-                   one_of(program, "program", PROGRAMS))
+                   one_of(layout, "layout", LAYOUTS), source, settings.synthetic_records, profile(tuning),
+                   one_of(program, "program", PROGRAMS), whole_number(repetitions, "repetitions"),
+                   parse_cpu_overrides(cpus or ""), run_id or None, modes)
 
 
 @dataclass(frozen=True)
@@ -126,13 +127,13 @@ class Request:
         options = run_options(s, steps=steps, workers=workers or self.workers or s.workers,
                               layout=self.layout or s.layout, cpus=self.cpus or "",
                               source=self.source or s.data_source, run_id=self.run_id, tuning=self.tuning or s.tuning,
-                              program=self.program or s.program, modes=self.modes)
-        repetitions = whole_number(self.repetitions if self.repetitions is not None else s.repetitions,
-                                   "repetitions")
-        if repetitions > 1 and set(self.modes) != set(MODES):
-            raise KitError(f"--repetitions {repetitions} repeats standalone/cluster pairs, and this task runs the "
-                           f"{' and '.join(self.modes)} mode only", "leave --repetitions out")
-        return replace(options, repetitions=repetitions)
+                              program=self.program or s.program,
+                              repetitions=self.repetitions if self.repetitions is not None else s.repetitions,
+                              modes=self.modes)
+        if options.repetitions > 1 and set(self.modes) != set(MODES):
+            raise KitError(f"--repetitions {options.repetitions} repeats standalone/cluster pairs, and this task "
+                           f"runs the {' and '.join(self.modes)} mode only", "leave --repetitions out")
+        return options
 
     def backend_name(self, s: Settings) -> str:
         return self.backend or s.backend
@@ -180,7 +181,7 @@ class BenchRequest:
         # The traced step is step 25: a bench run must log past it.
         whole_number(steps, "steps", minimum=31)
         options = run_options(s, steps=steps, workers=2, layout="spread", cpus="", source=self.source or s.data_source,
-                              run_id=None, tuning="default", program="article")
+                              run_id=None, tuning="default", program="article", repetitions=1)
         isolation = one_of(self.isolation or s.isolation, "isolation", ISOLATION_MODES)
         return BenchOptions(options, whole_number(self.repetitions if self.repetitions is not None
                                                   else s.bench_repetitions, "repetitions"),
@@ -219,7 +220,7 @@ class SweepRequest:
                                single=bool(links))
         options = run_options(s, steps=steps, workers=max(counts), layout="spread", cpus="",
                               source=self.source or s.data_source, run_id=None, tuning=self.tuning or s.tuning,
-                              program="article")
+                              program="article", repetitions=1)
         isolation = one_of(self.isolation or s.isolation, "isolation", ISOLATION_MODES)
         return SweepOptions(options, counts, program_list(self.programs or s.sweep_programs), links, isolation)
 

@@ -49,7 +49,6 @@ class Program:
     standalone: str  # the standalone trainer file patches/series makes
     cluster: str  # the cluster trainer file
     shape: str  # SESSION, ALL_REDUCE or COORDINATOR
-    about: str  # a few words, for help texts
 
     def trainer(self, mode: str) -> str:
         return self.standalone if mode == STANDALONE else self.cluster
@@ -96,14 +95,10 @@ class Program:
 
 
 PROGRAMS: dict[str, Program] = {p.name: p for p in (
-    Program("article", "cifar10_standalone_train.py", "cifar10_cluster_train.py", SESSION,
-            "the article's two trainers (2017)"),
-    Program("lesson", "cifar10_lesson_standalone_train.py", "cifar10_lesson_cluster_train.py", SESSION,
-            "the lesson's, stacked on the article's"),
-    Program("tf2-mirrored", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py", ALL_REDUCE,
-            "today's TensorFlow, all-reduce (MultiWorkerMirroredStrategy)"),
-    Program("tf2-ps", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py", COORDINATOR,
-            "today's TensorFlow, a coordinator (ParameterServerStrategy)"),
+    Program("article", "cifar10_standalone_train.py", "cifar10_cluster_train.py", SESSION),
+    Program("lesson", "cifar10_lesson_standalone_train.py", "cifar10_lesson_cluster_train.py", SESSION),
+    Program("tf2-mirrored", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py", ALL_REDUCE),
+    Program("tf2-ps", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py", COORDINATOR),
 )}
 
 # For help texts: "article, lesson, tf2-mirrored or tf2-ps".
@@ -116,8 +111,3 @@ def program(name: str) -> Program:
         return PROGRAMS[name]
     except KeyError:
         raise KitError(f"unknown program {name!r}", f"use one of: {NAMES}") from None
-
-
-def trainer_files() -> set[str]:
-    """Every trainer file a program runs, in any mode."""
-    return {p.trainer(mode) for p in PROGRAMS.values() for mode in (STANDALONE, "cluster")}

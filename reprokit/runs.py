@@ -76,9 +76,9 @@ class RunInfo:
     cpus: dict[str, str]
     data_source: str
     started: str
-    kind: str = "run"  # one of RUN_KINDS
-    mutant: str | None = None  # the mutant (mutants/) whose trainer ran in place of the cluster's
-    repetitions: int = 1  # pairs of runs: the first in the run folder, the others in repetitions/<n>/
+    kind: str  # one of RUN_KINDS
+    mutant: str | None  # the mutant (mutants/) whose trainer ran in place of the cluster's
+    repetitions: int  # pairs of runs: the first in the run folder, the others in repetitions/<n>/
 
     def save(self, run_dir: Path) -> Path:
         return write_json(run_dir / RUN_FILE, asdict(self))
@@ -90,7 +90,8 @@ class RunInfo:
             raise KitError(f"{path} is missing: {run_dir} is not a run folder of the kit",
                            "give a folder made by `invoke reproduce`, `standalone` or `client` (see `ls runs/`)")
         try:
-            return cls(**json.loads(path.read_text()))
+            # A run.json from before kinds, mutants and repetitions: a run of one pair.
+            return cls(**{"kind": "run", "mutant": None, "repetitions": 1, **json.loads(path.read_text())})
         except (ValueError, TypeError) as error:
             raise KitError(f"{path} is not a run.json of this kit version: {error}",
                            "run the experiment again with this version") from None

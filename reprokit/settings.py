@@ -58,7 +58,7 @@ class Settings:
 
     @property
     def watchdog(self) -> Watchdog:
-        return Watchdog(self.first_step_timeout_s, self.stall_factor, self.stall_floor_s)
+        return Watchdog(self.probe_timeout_s, self.first_step_timeout_s, self.stall_factor, self.stall_floor_s)
 
     @property
     def build_dir(self) -> Path:

@@ -15,15 +15,17 @@ from reprokit import experiment
 from reprokit import options as optionslib
 from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
+from reprokit.judge.claims import load_claims
 from reprokit.judge.judgement import judge_run
 from reprokit.mutation import MutantsRequest, MutantsResults, run_mutants, table_lines
 from reprokit.names import REPORT
+from reprokit.programs import PROGRAMS
 from reprokit.report import markdown as reportlib
-from reprokit.report.results import Evaluation
+from reprokit.report.results import ArticleFigures, Evaluation
 from reprokit.run import manual
 from reprokit.run.registry import make_backend
 from reprokit.run.cluster import cluster_from
-from reprokit.runs import RunInfo, find_run
+from reprokit.runs import find_run
 from reprokit.settings import Settings
 from reprokit.sources import teaching, workspace
 from reprokit.sources.verify import run_checks
@@ -188,6 +190,12 @@ def evaluate(out: Out, s: Settings, run: str) -> dict[str, Evaluation]:
     return found
 
 
+def _article(s: Settings) -> ArticleFigures:
+    """The article's figures from claims.yaml, beside which a table or plot shows what ran; read
+    before anything runs, so that a broken claims file stops a bench before its first run."""
+    return ArticleFigures.of(load_claims(s.claims, list(PROGRAMS)))
+
+
 def report(out: Out, s: Settings, run: str) -> None:
     for path in reportlib.rerender(find_run(s.runs_dir, run)):
         out(f"wrote {path}")
@@ -198,6 +206,7 @@ def bench(out: Out, s: Settings, request: optionslib.BenchRequest) -> BenchResul
     from reprokit.bench.tables import bench_lines, plot_bench
 
     asked = request.check(s)
+    article = _article(s)
     rows = rows_for(asked.programs, asked.tunings)
     backend = make_backend(s, "local", asked.isolation)
     out(f"bench: {asked.repetitions} repetitions of {len(rows)} rows ({'; '.join(r.name for r in rows)}), each with "
@@ -206,7 +215,7 @@ def bench(out: Out, s: Settings, request: optionslib.BenchRequest) -> BenchResul
     results = run_bench(s, backend, asked.options, repetitions=asked.repetitions, echo=out, rows=rows,
                         variants_each_repetition=asked.variants_each_repetition,
                         loss_steps=asked.loss_steps)
-    _show(out, results, bench_lines(results), plot_bench(results, Path(results.folder) / "bench.png"))
+    _show(out, results, bench_lines(results, article), plot_bench(results, Path(results.folder) / "bench.png", article))
     return results
 
 
@@ -222,19 +231,21 @@ def sweep(out: Out, s: Settings, request: optionslib.SweepRequest) -> SweepResul
     )
 
     asked = request.check(s)
+    article = _article(s)
     local = make_backend(s, "local", asked.isolation)
     if asked.links:
         (n,) = asked.worker_counts
         out(f"network sweep: {', '.join(link.name for link in asked.links)}; {n} workers on simulated hosts, "
             f"programs {', '.join(asked.programs)}")
-        network = run_network_sweep(s, local, lambda name: make_backend(s, "hosts", link=name), asked.options,
-                                    links=asked.links, programs=asked.programs, echo=out)
-        _show(out, network, network_lines(network), plot_network(network, Path(network.folder) / "network.png"))
+        network = run_network_sweep(s, local, lambda name: make_backend(s, "hosts", asked.isolation, link=name),
+                                    asked.options, links=asked.links, programs=asked.programs, echo=out)
+        _show(out, network, network_lines(network),
+              plot_network(network, Path(network.folder) / "network.png", article))
         return network
     out(f"servers listen on: {local.exposure(local.cluster(max(asked.worker_counts))).where}")
     results = run_sweep(s, local, asked.options, worker_counts=asked.worker_counts, echo=out,
                         programs=tuple(asked.programs))
-    _show(out, results, sweep_lines(results), plot_sweep(results, Path(results.folder) / "sweep.png"))
+    _show(out, results, sweep_lines(results), plot_sweep(results, Path(results.folder) / "sweep.png", article))
     return results
 
 

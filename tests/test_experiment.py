@@ -30,11 +30,11 @@ from reprokit.runs import RunInfo
 from tests.support import REPO
 from tests.support.kit import (
     FILLING_QUEUE,
-    RECORDS,
     RULES,
     STEPS,
     KitInputs,
     kit_config,
+    kit_options,
     kit_settings,
 )
 from tests.support.processes import alive, log_has, processes_mentioning, wait_for
@@ -45,7 +45,7 @@ STAGES = ["prepare", "data", "standalone", "cluster", "eval", "check", "teardown
 
 
 def options(run_id: str, modes: tuple[str, ...] = ("standalone", "cluster")) -> Options:
-    return Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id, modes=modes)
+    return kit_options(STEPS, 2, run_id=run_id, modes=modes)
 
 
 @dataclass
@@ -62,7 +62,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory, kit_inputs: KitInputs) ->
     settings = kit_settings(tmp_path_factory.mktemp("runs"), kit_inputs)
     said: list[str] = []
     progress: list[tuple[str, int]] = []
-    backend = LocalBackend(settings.isolation, probe_timeout_s=settings.probe_timeout_s)
+    backend = LocalBackend(settings.isolation, watchdog=settings.watchdog)
     result = reproduce(settings, options("it"), backend, said.append,
                        lambda role, step, rate: progress.append((role, step)))
     return Finished(result, said, progress, backend)
@@ -182,7 +182,7 @@ def test_a_run_folder_from_an_older_run_is_never_overwritten(tmp_path: Path, kit
     old.mkdir(parents=True)
     (old / "results.json").write_text('{"verdict": "PASS"}')
     with pytest.raises(RunFolderExistsError, match=f"run folder {old} already exists"):
-        reproduce(settings, options("it"), LocalBackend("none"), lambda line: None)
+        reproduce(settings, options("it"), LocalBackend("none", watchdog=settings.watchdog), lambda line: None)
     assert ["results.json"] == [p.name for p in old.iterdir()]
     assert '{"verdict": "PASS"}' == (old / "results.json").read_text()
 
@@ -195,8 +195,8 @@ def test_a_failed_stage_still_tears_down_and_writes_the_report(tmp_path: Path, k
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        result = reproduce(settings, options("busy", modes=("cluster",)), LocalBackend("none", first_port=port),
-                           lambda line: None)
+        backend = LocalBackend("none", first_port=port, watchdog=settings.watchdog)
+        result = reproduce(settings, options("busy", modes=("cluster",)), backend, lambda line: None)
     assert f"port {port} for the ps role" in result.error
     assert not result.passed
     statuses = {s.name: s.status for s in result.stages}
@@ -250,14 +250,13 @@ def test_a_bad_cpus_override_fails_before_any_run_folder_exists(tmp_path: Path, 
     """--cpus naming a role the run has not is refused, and runs/ gets no empty folder."""
     from reprokit.errors import KitError
     from reprokit.experiment import reproduce
-    from reprokit.options import Options
     from reprokit.run.local import LocalBackend
     from tests.support.kit import kit_settings
 
     settings = kit_settings(tmp_path / "runs", kit_inputs)
-    options = Options(21, 2, "spread", "auto", RECORDS, {"worker7": "0"})
+    options = kit_options(21, data_source="auto", cpus={"worker7": "0"})
     with pytest.raises(KitError, match="worker7"):
-        reproduce(settings, options, LocalBackend("none"), lambda _: None)
+        reproduce(settings, options, LocalBackend("none", watchdog=settings.watchdog), lambda _: None)
     assert not (tmp_path / "runs").exists() or [] == list((tmp_path / "runs").iterdir())
 
 
@@ -272,7 +271,7 @@ def test_repetitions_alternate_the_pairs_and_judge_the_claim_on_all_of_them(tmp_
     from reprokit.names import repetition_dir
 
     settings = kit_settings(tmp_path / "runs", kit_inputs)
-    backend = LocalBackend(settings.isolation, probe_timeout_s=settings.probe_timeout_s)
+    backend = LocalBackend(settings.isolation, watchdog=settings.watchdog)
     said: list[str] = []
     result = reproduce(settings, replace(options("twice"), repetitions=2), backend, said.append)
     assert "" == result.error and result.passed

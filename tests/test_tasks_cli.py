@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.sources import teaching, workspace
-from reprokit.sources.upstream import read_lines
-from tests.support import REPO
+from tests.support import REPO, read_lines
 from tests.support.cli import invoke
 
 ROOT = REPO

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from reprokit.experiment import Reproduction, reproduce
-from reprokit.options import Options
 from reprokit.run.local import LocalBackend
-from tests.support.kit import RECORDS, STEPS, KitInputs, kit_settings
+from tests.support.kit import KitInputs, STEPS, kit_options, kit_settings
 
 pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 
@@ -33,8 +32,8 @@ def finished(tmp_path_factory: pytest.TempPathFactory, kit_inputs: KitInputs) ->
     for program in PROGRAMS:
         settings = kit_settings(tmp_path_factory.mktemp(program), kit_inputs)
         said: list[str] = []
-        backend = LocalBackend(settings.isolation, probe_timeout_s=settings.probe_timeout_s)
-        options = Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=program, program=program)
+        backend = LocalBackend(settings.isolation, watchdog=settings.watchdog)
+        options = kit_options(STEPS, 2, run_id=program, program=program)
         found[program] = Finished(reproduce(settings, options, backend, said.append), said)
     return found
 

@@ -15,6 +15,7 @@ from reprokit.report.results import RunResults
 from reprokit.runs import RunInfo
 from reprokit.run.backends import Exposure
 from tests.support import REPO, SAMPLES
+from tests.support.kit import article_figures
 
 RUNS = SAMPLES / "runs"
 RULES = REPO / "expected_logs" / "rules.yaml"
@@ -97,6 +98,6 @@ def test_a_benchmark_view_shows_its_table_then_where_its_json_and_plot_are(tmp_p
 
     results = BenchResults.load(SAMPLES / "bench" / "bench.json")
     lines: list[str] = []
-    views._show(lines.append, results, bench_lines(results), tmp_path / "bench.png")
-    assert bench_lines(results) == lines[:-1]
+    views._show(lines.append, results, bench_lines(results, article_figures()), tmp_path / "bench.png")
+    assert bench_lines(results, article_figures()) == lines[:-1]
     assert f"wrote {Path(results.folder) / 'bench.json'} and {tmp_path / 'bench.png'}" == lines[-1]

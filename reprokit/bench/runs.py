@@ -66,12 +66,13 @@ class Bench:
         self.options = options
         self.counter = 0
 
-    def run(self, mode: str, workers: int = 2, label: str = "", *, program: str | None = None,
+    def run(self, mode: str, workers: int | None = None, label: str = "", *, program: str | None = None,
             tuning: Tuning | None = None, backend: Backend | None = None, sources: Path | None = None,
             trainer_file: str | None = None, steps: int | None = None, trace_step: int | None = None,
             input_free: bool = False) -> BenchRun:
         """One run of ``mode``; each keyword left out is the bench's own. ``trace_step`` or
         ``input_free`` attach the probe (reprokit.bench.probe), whose findings land in ``probe``."""
+        workers = workers or self.options.workers
         folder = self._folder(f"{mode}{workers if mode == 'cluster' else ''}{label}")
         backend = backend or self.backend
         options = replace(self.options, workers=workers, program=program or self.options.program,

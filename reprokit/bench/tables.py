@@ -15,7 +15,7 @@ from reprokit.bench.network import bandwidth_name, busiest
 from reprokit.bench.results import CEILING_CPUS, NONE_CHANGE, BenchResults, Ceiling, NetworkResults, SweepResults
 from reprokit.figures import new_figure, write_figure
 from reprokit.judge.intervals import Estimate
-from reprokit.judge.speed import ARTICLE_SPEEDUP, ARTICLE_WORKERS
+from reprokit.report.results import ArticleFigures
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -79,7 +79,7 @@ def _ceiling_lines(ceiling: Ceiling | None) -> list[str]:
             "(a ratio of two estimates, shown without an interval of its own)"]
 
 
-def bench_lines(r: BenchResults) -> list[str]:
+def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
     ceiling = r.ceiling
     lines = [f"rule: {r.warmup_rule}; {r.repetitions} repetitions, {r.steps} steps a run; "
              f"request-id fix {r.request_id_fix}",
@@ -99,8 +99,9 @@ def bench_lines(r: BenchResults) -> list[str]:
         lines.append(f"| {ceiling_name(ceiling)} | {rate(ceiling.standalone_rate)} | {rate(ceiling.two_cpus_rate)} | "
                      f"{figure(ceiling.speedup)} | {_pct(efficiency)} | "
                      f"{', '.join(_x(s) for s in ceiling.per_repetition)} | 100.0% |")
-    lines.append(f"| the article (2017) | 98 | 170 | {ARTICLE_SPEEDUP:.2f}x | "
-                 f"{100 * ARTICLE_SPEEDUP / ARTICLE_WORKERS:.1f}% | |" + (" |" if ceiling else ""))
+    lines.append(f"| the article (2017) | {article.standalone_rate:.0f} | {article.cluster_rate:.0f} | "
+                 f"{article.speedup:.2f}x | {100 * article.speedup / article.workers:.1f}% | |"
+                 + (" |" if ceiling else ""))
     if r.baseline:
         base = r.baseline
         lines += ["", f"the lesson's baseline: its standalone runs at {figure(base.ratio)} of the article's "
@@ -170,7 +171,7 @@ def bench_bars(r: BenchResults) -> list[tuple[str, Estimate | None, list[float |
     return bars
 
 
-def plot_bench(r: BenchResults, path: Path) -> Path:
+def plot_bench(r: BenchResults, path: Path, article: ArticleFigures) -> Path:
     fig, (left, right) = new_figure(11, 4.4, columns=2)
     bars = bench_bars(r)
     names = [name for name, _, _, _ in bars]
@@ -183,7 +184,8 @@ def plot_bench(r: BenchResults, path: Path) -> Path:
     left.axhline(r.workers, color="black", linestyle="--", linewidth=1, label=f"limit ({r.workers}x)")
     left.axhline(r.target.speedup, color="tab:green", linestyle=":", linewidth=1,
                  label=f"target ({r.target.speedup:.2f}x)")
-    left.axhline(ARTICLE_SPEEDUP, color="tab:red", linestyle="-.", linewidth=1, label="the article, 2017 (1.74x)")
+    left.axhline(article.speedup, color="tab:red", linestyle="-.", linewidth=1,
+                 label=f"the article, 2017 ({article.speedup:.2f}x)")
     left.axhline(1.0, color="grey", linestyle=":", linewidth=1)
     left.set_xticks(x, names, fontsize=8)
     left.set(title="speed-up over its program's standalone (1 CPU), 95% CI", ylabel="cluster / standalone")
@@ -219,7 +221,7 @@ def sweep_lines(r: SweepResults) -> list[str]:
     return lines
 
 
-def plot_sweep(r: SweepResults, path: Path) -> Path:
+def plot_sweep(r: SweepResults, path: Path, article: ArticleFigures) -> Path:
     fig, (ax,) = new_figure(6.5, 4.5)
     ns = sorted({p.workers for data in r.programs.values() for p in data.points})
     top = max(ns + [2])
@@ -229,7 +231,8 @@ def plot_sweep(r: SweepResults, path: Path) -> Path:
         values, errors = _errors([p.speedup for p in data.points])
         ax.errorbar([p.workers for p in data.points], values, yerr=errors, fmt="o-", capsize=4, color=colour,
                     label=f"{program} program, this machine (95% CI)")
-    ax.plot([1, 2], [1.0, ARTICLE_SPEEDUP], "s", color="tab:blue", label="article (98 -> 170 ex/s)")
+    ax.plot([1, article.workers], [1.0, article.speedup], "s", color="tab:blue",
+            label=f"article ({article.standalone_rate:.0f} -> {article.cluster_rate:.0f} ex/s)")
     if top > r.cpus:
         ax.axvspan(r.cpus + 0.5, top + 0.5, color="red", alpha=0.08,
                    label=f"more workers than the {r.cpus} CPUs: oversubscribed")
@@ -268,11 +271,12 @@ def _right_edge(ax: Axes, x: float, estimate: Estimate | None, colour: str, labe
     ax.errorbar([x], values, yerr=errors, fmt="D", capsize=4, color=colour, label=label)
 
 
-def plot_network(r: NetworkResults, path: Path) -> Path:
+def plot_network(r: NetworkResults, path: Path, article: ArticleFigures) -> Path:
     fig, (ax,) = new_figure(7.5, 4.8)
     ax.axhline(r.workers, color="black", linestyle="--", linewidth=1, label=f"ideal ({r.workers}x)")
     ax.axhline(1.0, color="grey", linestyle=":", linewidth=1, label="one CPU (1x)")
-    ax.axhline(ARTICLE_SPEEDUP, color="tab:blue", linestyle="-.", linewidth=1, label="article (1.74x, one host)")
+    ax.axhline(article.speedup, color="tab:blue", linestyle="-.", linewidth=1,
+               label=f"article ({article.speedup:.2f}x, one host)")
     top = 1e11
     for (program, data), colour in zip(r.programs.items(), COLOURS):
         alone = data.standalone_rate.value if data.standalone_rate else 0

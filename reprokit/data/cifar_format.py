@@ -75,14 +75,6 @@ class BatchesInfo:
     files: tuple[BatchFile, ...]
 
     @property
-    def train_records(self) -> int:
-        return sum(f.records for f in self.files if f.name in TRAIN_FILES)
-
-    @property
-    def test_records(self) -> int:
-        return sum(f.records for f in self.files if f.name == TEST_FILE)
-
-    @property
     def official(self) -> bool:
         """True when every file is byte-identical to the published CIFAR-10 data."""
         return all(f.official for f in self.files)
@@ -97,12 +89,6 @@ def encode_records(labels: np.ndarray, planes: np.ndarray) -> bytes:
     records[:, 0] = labels
     records[:, LABEL_BYTES:] = planes.reshape(n, IMAGE_BYTES)
     return records.tobytes()
-
-
-def decode_records(data: bytes) -> tuple[np.ndarray, np.ndarray]:
-    """Unpack bytes into labels ``[n]`` and images ``[n, 3, 32, 32]``; the inverse of encode."""
-    records = np.frombuffer(data, dtype=np.uint8).reshape(-1, RECORD_BYTES)
-    return records[:, 0].copy(), records[:, LABEL_BYTES:].reshape(-1, DEPTH, HEIGHT, WIDTH)
 
 
 def verify_batches(folder: Path, *, shown_as: str | None = None) -> BatchesInfo:

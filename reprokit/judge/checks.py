@@ -34,8 +34,8 @@ def check_logs(
     context: Mapping[str, int],
     scope: set[str],
     *,
+    program: str,
     sources: Sequence[Path] | None = None,
-    program: str = "article",
 ) -> list[Verdict]:
     """Check every rule for ``mode`` and ``program`` whose scope is in ``scope``; one verdict per rule.
 

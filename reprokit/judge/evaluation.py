@@ -20,15 +20,14 @@ from pathlib import Path
 
 from reprokit.commands import Echo, attempt, shown, silent
 from reprokit.errors import KitError
-from reprokit.judge.checks import check_logs, summarize
+from reprokit.judge.checks import check_logs
 from reprokit.judge.claims import wilson
 from reprokit.judge.logs import parse_log
-from reprokit.judge.rules import Rule, load_rules
-from reprokit.judge.verdict import Summary, Verdict
+from reprokit.judge.rules import Rule
+from reprokit.judge.verdict import Verdict
 
 EVAL_PROGRAM = "cifar10_eval.py"
 BATCH_SIZE = 128  # cifar10.py's --batch_size default: the eval counts whole batches of it
-CHANCE = 0.1  # ten classes, guessed
 CHECKPOINT_STATE = "checkpoint"  # the file tf.train.Saver keeps beside model.ckpt-<step>
 EVAL_SCOPES = {"format", "run"}
 
@@ -73,11 +72,6 @@ class EvalResult:
     @property
     def ok(self) -> bool:
         return not self.error and self.precision is not None
-
-    @property
-    def above_chance(self) -> bool:
-        """The whole 95% interval lies above a ten-class guess."""
-        return self.low is not None and self.low > CHANCE
 
 
 def eval_argv(python: str, sources: Path, checkpoint_dir: Path, eval_dir: Path, data_dir: Path,
@@ -150,15 +144,10 @@ def parse_eval_log(text: str, num_examples: int, *, mode: str, log: Path,
     return EvalResult(mode, step, precision, correct, counted, low, high, log)
 
 
-def eval_verdicts(log: Path, mode: str, rules: list[Rule]) -> list[Verdict]:
-    """An eval log checked against the eval rules under ``mode``: a verdict per rule. The run's
-    judgement adds these to its trainers' verdicts."""
-    return check_logs(mode, parse_log(log, "eval"), rules, {}, EVAL_SCOPES, sources=[log])
-
-
-def judge_eval_log(log: Path, mode: str, rules_path: Path) -> Summary:
-    """Check an eval log against ``expected_logs/eval_rules.yaml`` under ``mode``; PASS or FAIL."""
-    return summarize(eval_verdicts(log, mode, load_rules(rules_path)))
+def eval_verdicts(log: Path, mode: str, rules: list[Rule], program: str) -> list[Verdict]:
+    """An eval log of ``program`` checked against the eval rules under ``mode``: a verdict per
+    rule. The run's judgement adds these to its trainers' verdicts."""
+    return check_logs(mode, parse_log(log, "eval"), rules, {}, EVAL_SCOPES, program=program, sources=[log])
 
 
 def evaluate(python: str, sources: Path, checkpoint_dir: Path, eval_dir: Path, data_dir: Path,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,11 +66,6 @@ class Estimate:
     method: str
 
     @property
-    def half_width_share(self) -> float:
-        """The wider side of the interval as a share of the value (0.05 is +/-5%)."""
-        return max(self.value - self.low, self.high - self.value) / self.value
-
-    @property
     def enough(self) -> bool:
         """Every run behind the figure has at least MIN_STEP_RATES step rates."""
         return self.fewest >= MIN_STEP_RATES
@@ -78,38 +73,6 @@ class Estimate:
     def text(self, suffix: str = "x", digits: int = 2, show_samples: bool = False) -> str:
         """``1.34x (95% CI 1.21-1.49, n=3)``; see :func:`format_estimate`."""
         return format_estimate(self, suffix, digits, show_samples)
-
-    def to_dict(self) -> dict[str, float | int | str]:
-        return {"value": self.value, "low": self.low, "high": self.high, "n": self.n,
-                "samples": self.samples, "fewest": self.fewest, "method": self.method}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, object]) -> Estimate:
-        """Read :meth:`to_dict`'s mapping back; IntervalError names a missing or wrong key."""
-        hint = "the mapping must come from Estimate.to_dict"
-        missing = [key for key in _FIELDS if key not in data]
-        if missing:
-            raise IntervalError(f"an estimate needs {', '.join(missing)}; got keys {sorted(data)}", hint)
-        numbers: dict[str, float] = {}
-        for key in ("value", "low", "high"):
-            number = data[key]
-            if isinstance(number, bool) or not isinstance(number, (int, float)):
-                raise IntervalError(f"estimate key {key!r} must be a number, got {number!r}", hint)
-            numbers[key] = float(number)
-        counts: dict[str, int] = {}
-        for key in ("n", "samples", "fewest"):
-            count = data[key]
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-                raise IntervalError(f"estimate key {key!r} must be a whole number >= 0, got {count!r}", hint)
-            counts[key] = count
-        method = data["method"]
-        if not isinstance(method, str):
-            raise IntervalError(f"estimate key 'method' must be a string, got {method!r}", hint)
-        return cls(numbers["value"], numbers["low"], numbers["high"], counts["n"], counts["samples"],
-                   counts["fewest"], method)
-
-
-_FIELDS = ("value", "low", "high", "n", "samples", "fewest", "method")
 
 
 def format_estimate(estimate: Estimate, suffix: str = "x", digits: int = 2, show_samples: bool = False) -> str:
@@ -122,13 +85,6 @@ def format_estimate(estimate: Estimate, suffix: str = "x", digits: int = 2, show
     extra = f", {estimate.samples} step rates" if show_samples else ""
     return (f"{estimate.value:.{digits}f}{suffix} (95% CI {estimate.low:.{digits}f}-"
             f"{estimate.high:.{digits}f}, n={estimate.n}{extra})")
-
-
-def enough(figure: Estimate | Sequence[Sequence[float]]) -> bool:
-    """Whether a figure, or the runs' step rates it would come from, rests on enough steps."""
-    if isinstance(figure, Estimate):
-        return figure.enough
-    return bool(figure) and min(len(run) for run in figure) >= MIN_STEP_RATES
 
 
 def t_quantile(df: int) -> float:

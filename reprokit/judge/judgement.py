@@ -36,7 +36,7 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
                                       sources=[path], program=run.program)
         evaluated = eval_log(run_dir, mode)
         if evaluated.is_file():
-            verdicts += eval_verdicts(evaluated, mode, eval_rules)
+            verdicts += eval_verdicts(evaluated, mode, eval_rules, run.program)
     more = []  # the other pairs of a run with --repetitions: their logs checked too, their speed counted
     for number in range(2, run.repetitions + 1):
         folder = repetition_dir(run_dir, number)
@@ -59,12 +59,14 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
     return Judgement(verdicts, checks.summarize(verdicts), records, speed, error)
 
 
-def judge_article(article_dir: Path, rules_path: Path, workers: int = 2) -> Summary:
-    """The article's own excerpts must pass every format rule: the rules describe real logs."""
+def judge_article(article_dir: Path, rules_path: Path, workers: int) -> Summary:
+    """The article's own excerpts (of its ``workers``-worker cluster) must pass every format rule:
+    the rules describe real logs."""
     rules = ruleslib.load_rules(rules_path)
     verdicts = []
     for mode, name in (("standalone", "standalone.log"), ("cluster", "cluster.log")):
         path = article_dir / name
         verdicts += checks.check_logs(mode, parse_log(path, mode), rules,
-                                      ruleslib.article_context(mode, workers), {"format"}, sources=[path])
+                                      ruleslib.article_context(mode, workers), {"format"}, program="article",
+                                      sources=[path])
     return checks.summarize(verdicts)

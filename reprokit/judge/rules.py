@@ -267,14 +267,14 @@ class _Reader:
 
 # --- context -------------------------------------------------------------------------------
 
-def article_context(mode: str, workers: int = 2) -> dict[str, int]:
+def article_context(mode: str, workers: int) -> dict[str, int]:
     """The context for a log of unknown length (the article's): one input tower per worker."""
     if mode not in MODES:
         raise RulesError(f"unknown mode {mode!r}; expected one of {MODES}")
     return {"towers": 1 if mode == "standalone" else workers}
 
 
-def run_context(mode: str, max_steps: int, workers: int = 2) -> dict[str, int]:
+def run_context(mode: str, max_steps: int, workers: int) -> dict[str, int]:
     """The context for our finished run of ``max_steps`` steps: towers and last_logged_step."""
     if max_steps < 1:
         raise RulesError(f"max_steps must be at least 1, got {max_steps}")

@@ -20,21 +20,6 @@ from collections.abc import Sequence
 from reprokit.errors import KitError
 from reprokit.judge.logs import StepFields
 
-# The article's conclusion: "about 98" images/sec alone, "about 170" on the cluster, 1.74x.
-ARTICLE_STANDALONE_RATE = 98.0
-ARTICLE_CLUSTER_RATE = 170.0
-ARTICLE_SPEEDUP = 1.74
-ARTICLE_WORKERS = 2
-
-# The article's step tables (step -> examples/sec), as printed; for plots and for tests.
-ARTICLE_STANDALONE_STEPS: dict[int, float] = {
-    0: 12.8, 10: 98.7, 20: 98.5, 30: 98.4, 40: 98.3, 50: 98.0,
-}
-ARTICLE_CLUSTER_STEPS: dict[int, float] = {
-    0: 11.7, 10: 171.5, 20: 172.6, 30: 170.4, 40: 170.8, 50: 168.9,
-}
-
-
 WARMUP_STEPS = 1
 WARMUP_RULE = ("median of the per-step examples/sec of the logged steps, step 0 excluded "
                "(it includes filling the input queues and warming up the graph)")
@@ -57,34 +42,6 @@ def median_rate(steps: Sequence[StepFields], warmup_steps: int = WARMUP_STEPS) -
     if not kept:
         return None
     return float(statistics.median(s.examples_per_sec for s in kept))
-
-
-def wall_rate(
-    steps: Sequence[StepFields], examples_per_step: int, warmup_steps: int = WARMUP_STEPS
-) -> float | None:
-    """Examples/sec from the timestamps of the first and last step reports after warm-up.
-
-    A cross-check on :func:`median_rate`: it counts every step between the two reports, the
-    unlogged ones and the summary runs included. None without two timestamped reports.
-    """
-    timed = [(s.step, s.timestamp) for s in after_warmup(steps, warmup_steps) if s.timestamp]
-    if len(timed) < 2:
-        return None
-    (first_step, first_at), (last_step, last_at) = timed[0], timed[-1]
-    seconds = (last_at - first_at).total_seconds()
-    if seconds <= 0:
-        return None
-    return (last_step - first_step) * examples_per_step / seconds
-
-
-def speedup(cluster: float, standalone: float) -> float:
-    """How many times faster the cluster trains than the standalone trainer."""
-    if standalone <= 0:
-        raise SpeedError(
-            f"cannot compute a speed-up against a standalone rate of {standalone} examples/sec",
-            "check the standalone log's step lines (reprokit.judge.logs.parse_log)",
-        )
-    return cluster / standalone
 
 
 def efficiency(speedup: float, workers: int) -> float:

@@ -7,15 +7,13 @@ import os
 import platform
 import sys
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from importlib import metadata
 from pathlib import Path
 
 from reprokit.data.prepare import DataResult
 from reprokit.errors import KitError
 from reprokit.files import write_json
-from reprokit.judge import speed as speedlib
-from reprokit.judge.claims import ClaimVerdict
+from reprokit.judge.claims import Claims, ClaimsError, ClaimVerdict
 from reprokit.judge.logs import LogRecord, step_fields
 from reprokit.judge.speedup import RunSpeed
 from reprokit.judge.threads import dead_input_threads
@@ -130,12 +128,21 @@ class RuleResult:
 
 @dataclass(frozen=True)
 class ArticleFigures:
-    """The article's conclusion, beside which every run's figures are shown."""
+    """The article's conclusion, beside which every run's figures are shown: its claim in
+    claims.yaml, the one place its figures are written."""
 
-    standalone_rate: float = speedlib.ARTICLE_STANDALONE_RATE
-    cluster_rate: float = speedlib.ARTICLE_CLUSTER_RATE
-    speedup: float = speedlib.ARTICLE_SPEEDUP
-    workers: int = speedlib.ARTICLE_WORKERS
+    standalone_rate: float
+    cluster_rate: float
+    speedup: float
+    workers: int
+
+    @classmethod
+    def of(cls, claims: Claims) -> ArticleFigures:
+        claim = claims.speedup["article"]
+        if claim.standalone_rate is None or claim.cluster_rate is None:
+            raise ClaimsError("claims.yaml: the article's claim lacks standalone_rate or cluster_rate",
+                              "restore expected_logs/claims.yaml (`git checkout expected_logs/claims.yaml`)")
+        return cls(claim.standalone_rate, claim.cluster_rate, claim.value, claim.workers)
 
 
 def checksums(settings: Settings) -> dict[str, dict[str, str]]:

@@ -45,7 +45,7 @@ class HostsBackend:
     role_server = str(ROLE_SERVER)
     client_waits = False
 
-    def __init__(self, link: str = "none", *, probe_timeout_s: float = 60.0, watchdog: Watchdog = Watchdog()) -> None:
+    def __init__(self, link: str = "none", *, watchdog: Watchdog) -> None:
         self.link = parse_link(link)
         available, reason = netns.isolation_available()
         if not available:
@@ -56,7 +56,7 @@ class HostsBackend:
         if missing:
             raise ClusterError(f"the hosts backend needs {', '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
                                "not installed", "install iproute2 and util-linux (apt-get install iproute2 util-linux)")
-        self.probe_timeout_s, self.watchdog = probe_timeout_s, watchdog
+        self.watchdog = watchdog
         self.addresses: dict[str, str] = {}
 
     def cluster(self, workers: int) -> Cluster:
@@ -78,7 +78,7 @@ class HostsBackend:
     def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
         hosts = role_addresses(roles) if any(r.listens for r in roles) else {}
         self.addresses.update(hosts)
-        plan = Plan(str(run_dir), roles, main, self.probe_timeout_s, True, self.watchdog, hosts, self.link.name)
+        plan = Plan(str(run_dir), roles, main, self.watchdog, True, hosts, self.link.name)
         return run_plan(plan, isolation=Isolation(True), progress=progress)
 
     def teardown(self) -> list[str]:

@@ -49,11 +49,9 @@ class LocalBackend:
     role_server = str(ROLE_SERVER)
     client_waits = False
 
-    def __init__(self, isolation: str = "auto", first_port: int = SERVER_PORT, *, probe_timeout_s: float = 60.0,
-                 watchdog: Watchdog = Watchdog()) -> None:
+    def __init__(self, isolation: str, first_port: int = SERVER_PORT, *, watchdog: Watchdog) -> None:
         self.isolation = choose_isolation(isolation)
         self.first_port = first_port
-        self.probe_timeout_s = probe_timeout_s
         self.watchdog = watchdog
 
     def cluster(self, workers: int) -> Cluster:
@@ -80,7 +78,7 @@ class LocalBackend:
         isolated = self.isolation.isolated and bool(listening)
         if listening and not isolated:
             require_free_ports({name: address for name, address in listening.items() if address})
-        plan = Plan(str(run_dir), roles, main, self.probe_timeout_s, isolated, self.watchdog)
+        plan = Plan(str(run_dir), roles, main, self.watchdog, isolated)
         return run_plan(plan, isolation=Isolation(isolated, self.isolation.reason), progress=progress)
 
     def teardown(self) -> list[str]:

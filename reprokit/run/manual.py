@@ -77,9 +77,9 @@ class ExternalCluster:
     role_server = str(ROLE_SERVER)
     client_waits = False
 
-    def __init__(self, cluster: Cluster, probe_timeout_s: float = 60.0, watchdog: Watchdog = Watchdog()) -> None:
+    def __init__(self, cluster: Cluster, watchdog: Watchdog) -> None:
         self.given = cluster
-        self.probe_timeout_s, self.watchdog = probe_timeout_s, watchdog
+        self.watchdog = watchdog
 
     def cluster(self, workers: int) -> Cluster:
         if workers != len(self.given.workers):
@@ -97,7 +97,7 @@ class ExternalCluster:
         # The client alone, on any CPU: this machine runs nothing else of the cluster. It runs on
         # the host network, the only one from which the servers elsewhere can be reached.
         client = [replace(r, cpus="") for r in roles if r.name == main]
-        plan = Plan(str(run_dir), client, main, self.probe_timeout_s, False, self.watchdog)
+        plan = Plan(str(run_dir), client, main, self.watchdog, False)
         return run_plan(plan, isolation=Isolation(False, "the servers run elsewhere"), progress=progress)
 
     def teardown(self) -> list[str]:

@@ -30,27 +30,25 @@ class BackendConfig:
 
     name: str  # one of BACKENDS
     inputs: RunInputs  # docker, swarm: the folders the containers mount
-    isolation: str = "auto"  # local: see local.ISOLATION_MODES
+    watchdog: Watchdog  # every backend: invoke.yaml's probe timeout and stall limits
+    isolation: str  # local: see local.ISOLATION_MODES
     link: str = "none"  # hosts: each role's link bandwidth
     placement: dict[str, str] = field(default_factory=dict)  # swarm: role -> node name or constraint
     image: str | None = None  # docker, swarm: a tag; None picks one (containers.image.choose_image)
     deploys: bool = True  # swarm: False only writes stack files (`invoke stack-file`), no swarm needed
-    probe_timeout_s: float = 60.0
-    watchdog: Watchdog = Watchdog()
     echo: Echo = silent  # swarm: the docker commands it runs
 
 
 def build_backend(config: BackendConfig) -> Backend:
     """The backend called ``config.name``; a KitError naming the backends when there is none."""
     if config.name == "local":
-        return LocalBackend(config.isolation, probe_timeout_s=config.probe_timeout_s, watchdog=config.watchdog)
+        return LocalBackend(config.isolation, watchdog=config.watchdog)
     if config.name == "hosts":
-        return HostsBackend(config.link, probe_timeout_s=config.probe_timeout_s, watchdog=config.watchdog)
+        return HostsBackend(config.link, watchdog=config.watchdog)
     if config.name == "docker":
         from reprokit.run.containers.backend import DockerBackend
 
-        return DockerBackend(config.inputs, config.image, probe_timeout_s=config.probe_timeout_s,
-                             watchdog=config.watchdog)
+        return DockerBackend(config.inputs, config.image, watchdog=config.watchdog)
     if config.name == "swarm":
         return build_swarm(config)
     raise KitError(f"unknown backend {config.name!r}", f"choose one of {', '.join(BACKENDS)}")
@@ -61,7 +59,7 @@ def build_swarm(config: BackendConfig) -> SwarmBackend:
     from reprokit.run.swarm.backend import SwarmBackend
 
     return SwarmBackend(config.inputs, config.image, placement=config.placement,
-                        probe_timeout_s=config.probe_timeout_s, watchdog=config.watchdog, echo=config.echo,
+                        watchdog=config.watchdog, echo=config.echo,
                         deploys=config.deploys)
 
 
@@ -70,15 +68,15 @@ def run_inputs(settings: Settings) -> RunInputs:
     return RunInputs(settings.sources_dir, settings.data_dir, request_ids.native_dir(settings.build_dir))
 
 
-def backend_config(settings: Settings, name: str, isolation: str = "auto", link: str = "none",
+def backend_config(settings: Settings, name: str, isolation: str, link: str = "none",
                    placement: dict[str, str] | None = None, echo: Echo | None = None, image: str | None = None,
                    deploys: bool = True) -> BackendConfig:
     """The config of backend ``name`` with the settings' folders, probe timeout and watchdog."""
-    return BackendConfig(name, run_inputs(settings), isolation, link, dict(placement or {}), image, deploys,
-                         settings.probe_timeout_s, settings.watchdog, echo or silent)
+    return BackendConfig(name, run_inputs(settings), settings.watchdog, isolation, link, dict(placement or {}),
+                         image, deploys, echo or silent)
 
 
-def make_backend(settings: Settings, name: str, isolation: str = "auto", link: str = "none",
+def make_backend(settings: Settings, name: str, isolation: str, link: str = "none",
                  placement: dict[str, str] | None = None, echo: Echo | None = None,
                  image: str | None = None) -> Backend:
     """The backend called ``name``, with the settings' folders, probe timeout and watchdog;
@@ -90,4 +88,5 @@ def make_backend(settings: Settings, name: str, isolation: str = "auto", link: s
 def stack_writer(settings: Settings, placement: dict[str, str] | None = None,
                  image: str | None = None) -> SwarmBackend:
     """A Swarm backend that only writes stack files (`invoke stack-file`): no swarm needed."""
-    return build_swarm(backend_config(settings, "swarm", placement=placement, image=image, deploys=False))
+    return build_swarm(backend_config(settings, "swarm", settings.isolation, placement=placement, image=image,
+                                      deploys=False))

@@ -51,7 +51,9 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Watchdog:
-    """When a run that still runs is stuck: no step line for too long.
+    """When a run is stuck: a server that does not answer within `probe_s` (they import TensorFlow
+    first), or no step line for too long. Its values are invoke.yaml's (Settings.watchdog), never
+    defaults typed here.
 
     Step lines come every 10 steps. Before the first one the main role may build its graph and
     fill its queues (the article's step 0 took 10 s of 1.3 s steps): `first_step_s` is the ceiling
@@ -59,9 +61,10 @@ class Watchdog:
     step lines so far, but never less than `floor_s`, so a checkpoint or a busy machine is no stall.
     """
 
-    first_step_s: float = 900.0
-    factor: float = 20.0
-    floor_s: float = 120.0
+    probe_s: float
+    first_step_s: float
+    factor: float
+    floor_s: float
 
     def limit(self, gaps: Sequence[float]) -> float:
         if not gaps:
@@ -134,10 +137,9 @@ class Runner:
     """One run of roles: servers first, each probed until it answers, then the rest; the run
     ends when the main role ends, when any other role dies, when it stalls, or on `stop`."""
 
-    def __init__(self, run_dir: Path, handles: Sequence[RoleHandle], main: str, *, probe_timeout_s: float = 60.0,
-                 watchdog: Watchdog = Watchdog(), progress: Progress | None = None,
-                 stop: threading.Event | None = None) -> None:
-        self.run_dir, self.main, self.probe_timeout_s = Path(run_dir), main, probe_timeout_s
+    def __init__(self, run_dir: Path, handles: Sequence[RoleHandle], main: str, *, watchdog: Watchdog,
+                 progress: Progress | None = None, stop: threading.Event | None = None) -> None:
+        self.run_dir, self.main = Path(run_dir), main
         self.handles = {h.spec.name: h for h in handles}
         if main not in self.handles:
             raise KitError(f"the main role {main!r} is not among the roles {list(self.handles)}")
@@ -203,7 +205,7 @@ class Runner:
 
     def _wait_reachable(self, handle: RoleHandle) -> None:
         role = handle.spec
-        deadline = time.monotonic() + self.probe_timeout_s
+        deadline = time.monotonic() + self.watchdog.probe_s
         while True:
             self._interrupted()
             if handle.returncode() is not None:
@@ -219,7 +221,7 @@ class Runner:
             if time.monotonic() > deadline:
                 raise ClusterError(
                     f"the {role.name} role ({role.address}) is not reachable after "
-                    f"{self.probe_timeout_s:.0f} s ({seen})",
+                    f"{self.watchdog.probe_s:.0f} s ({seen})",
                     f"is the {role.name} server running? see {log_path(self.run_dir, role.name)}")
             time.sleep(TICK_S)
 

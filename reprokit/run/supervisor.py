@@ -42,9 +42,8 @@ class Plan:
     run_dir: str
     roles: list[RoleSpec]
     main: str
-    probe_timeout_s: float = 60.0
+    watchdog: Watchdog
     isolated: bool = False  # inside a fresh network namespace: bring its loopback up first
-    watchdog: Watchdog = field(default_factory=Watchdog)
     hosts: dict[str, str] = field(default_factory=dict)  # role -> address: a simulated host per role
     link: str = "none"  # the hosts' links' bandwidth (reprokit.run.links)
 
@@ -55,7 +54,7 @@ class Plan:
     def from_json(cls, text: str) -> "Plan":
         data = json.loads(text)
         data["roles"] = [RoleSpec.from_json(r) for r in data["roles"]]
-        data["watchdog"] = Watchdog(**data.get("watchdog", {}))
+        data["watchdog"] = Watchdog(**data["watchdog"])
         return cls(**data)
 
 
@@ -95,8 +94,7 @@ def _run(plan: Plan, handles: list[ProcessHandle], stop: threading.Event | None,
             on_step(step)
         _emit({"progress": [role, step, rate]})
 
-    runner = Runner(Path(plan.run_dir), handles, plan.main, probe_timeout_s=plan.probe_timeout_s,
-                    watchdog=plan.watchdog, stop=stop, progress=progress)
+    runner = Runner(Path(plan.run_dir), handles, plan.main, watchdog=plan.watchdog, stop=stop, progress=progress)
     outcome = runner.run()
     outcome.interfaces = netns.interfaces()
     return outcome

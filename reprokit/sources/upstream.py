@@ -66,7 +66,3 @@ def require_pristine(upstream_dir: Path) -> list[FileCheck]:
                 "record the new sum in upstream/SHA256SUMS",
             )
     return checks
-
-
-def read_lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8").splitlines()

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from reprokit.errors import KitError
+from reprokit.judge.claims import load_claims
 from reprokit.judge.judgement import judge_article
+from reprokit.programs import PROGRAMS
 from reprokit.settings import Settings
 from reprokit.sources import series, workspace
 from reprokit.sources.upstream import check_upstream
@@ -69,7 +71,8 @@ def _state_checks(settings: Settings) -> list[Check]:
 
 def _rules_check(settings: Settings) -> Check:
     try:
-        summary = judge_article(settings.article_logs, settings.rules)
+        article = load_claims(settings.claims, list(PROGRAMS)).speedup["article"]
+        summary = judge_article(settings.article_logs, settings.rules, article.workers)
     except KitError as exc:
         return Check("expected_logs", False, str(exc))
     detail = (f"the article's logs pass all {summary.checked} format rules" if summary.passed

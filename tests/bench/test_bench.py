@@ -19,7 +19,7 @@ from reprokit.options import Options
 from reprokit.run.local import LocalBackend
 from reprokit.sources.workspace import expected_files
 from tests.support import REPO
-from tests.support.kit import RECORDS, KitInputs, kit_settings
+from tests.support.kit import KitInputs, article_figures, kit_options, kit_settings, kit_watchdog
 
 
 def test_the_ablation_builds_the_articles_trainer_with_each_change_alone(kit_inputs: KitInputs, tmp_path: Path) -> None:
@@ -37,13 +37,13 @@ def test_the_ablation_builds_the_articles_trainer_with_each_change_alone(kit_inp
 
 def bench_options(workers: int = 2) -> Options:
     """What `invoke bench --steps 31` checks and passes on: 31 steps, the spread layout."""
-    return Options(31, workers, "spread", "synthetic", RECORDS)
+    return kit_options(31, workers)
 
 
 @pytest.fixture(scope="module")
 def bench_results(kit_inputs: KitInputs, tmp_path_factory: pytest.TempPathFactory) -> BenchResults:
     runs = tmp_path_factory.mktemp("bench-runs")
-    return run_bench(kit_settings(runs, kit_inputs), LocalBackend("auto"), bench_options(),
+    return run_bench(kit_settings(runs, kit_inputs), LocalBackend("auto", watchdog=kit_watchdog()), bench_options(),
                      repetitions=1, echo=lambda line: None, variants_each_repetition=True)
 
 
@@ -103,7 +103,7 @@ def test_sweep_runs_each_programs_cluster_per_worker_count(kit_inputs: KitInputs
     program's standalone."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     programs = ("article", "lesson", "tf2-mirrored", "tf2-ps")
-    results = run_sweep(settings, LocalBackend("auto"), bench_options(workers=1),
+    results = run_sweep(settings, LocalBackend("auto", watchdog=kit_watchdog()), bench_options(workers=1),
                         worker_counts=[1], echo=lambda _: None, programs=programs)
     assert programs == tuple(results.programs)
     for program in programs:
@@ -113,4 +113,4 @@ def test_sweep_runs_each_programs_cluster_per_worker_count(kit_inputs: KitInputs
         assert ratio_estimate([(point.cluster.step_rates, data.standalone.step_rates)]) == point.speedup
     assert results == SweepResults.load(Path(results.folder) / "sweep.json")
     assert "lesson: standalone (1 CPU)" in "\n".join(sweep_lines(results))
-    assert b"\x89PNG" == plot_sweep(results, tmp_path / "sweep.png").read_bytes()[:4]
+    assert b"\x89PNG" == plot_sweep(results, tmp_path / "sweep.png", article_figures()).read_bytes()[:4]

@@ -11,6 +11,7 @@ from reprokit.bench.results import BenchRun, NetworkPoint, NetworkProgram, Netwo
 from reprokit.bench.tables import figure, network_lines, plot_network
 from reprokit.judge.intervals import Estimate
 from reprokit.run.tuning import PROFILES
+from tests.support.kit import article_figures
 
 # The unshaped run: 256 examples a step at 1280 ex/s is 0.2 s a step; the ps moves 17 MB a step.
 NETWORK: dict[str, object] = {"hosts": {"ps": {"sent_per_step": 8_500_000, "received_per_step": 8_500_000},
@@ -73,4 +74,4 @@ def test_the_network_table_and_plot_show_each_links_speedup_with_its_interval(tm
     assert any(line.startswith(f"| 1gbit | {figure(points[1].rate, '', 1)} | {figure(points[1].speedup)} |")
                for line in lines)
     assert "method: within one repetition (bootstrap of steps)" in lines[1]
-    assert plot_network(results, tmp_path / "network.png").read_bytes().startswith(b"\x89PNG")
+    assert plot_network(results, tmp_path / "network.png", article_figures()).read_bytes().startswith(b"\x89PNG")

@@ -22,6 +22,7 @@ from reprokit.bench.tables import (
 from reprokit.judge.intervals import Estimate
 from tests.bench.test_results import TF2_REPS
 from tests.support import SAMPLES
+from tests.support.kit import article_figures
 
 BENCH = BenchResults.load(SAMPLES / "bench" / "bench.json")
 SPEEDUP = Estimate(1.34, 1.21, 1.49, 3, 60, 20, "between 3 repetitions (t)")
@@ -38,14 +39,14 @@ def test_the_line_above_a_table_says_what_the_brackets_are() -> None:
 
 
 def test_the_table_has_the_three_rows_and_the_article() -> None:
-    text = "\n".join(bench_lines(BENCH))
+    text = "\n".join(bench_lines(BENCH, article_figures()))
     for row in ("article program, default settings", "article program, tuned settings",
                 "lesson program, default settings", "the article (2017) | 98 | 170 | 1.74x"):
         assert f"| {row}" in text
 
 
 def test_each_rows_speedup_is_printed_with_its_interval_under_a_line_naming_the_method() -> None:
-    lines = bench_lines(BENCH)
+    lines = bench_lines(BENCH, article_figures())
     for row in BENCH.rows:
         assert any(line.startswith(f"| {row.name} |") and f"| {figure(row.speedup)} |" in line for line in lines)
     method = BENCH.rows[0].speedup.method if BENCH.rows[0].speedup else ""
@@ -53,7 +54,7 @@ def test_each_rows_speedup_is_printed_with_its_interval_under_a_line_naming_the_
 
 
 def test_the_baseline_and_the_target_are_judged_in_words() -> None:
-    lines = bench_lines(BENCH)
+    lines = bench_lines(BENCH, article_figures())
     baseline = next(line for line in lines if line.startswith("the lesson's baseline:"))
     assert BENCH.baseline is not None and ("TOO WEAK" in baseline) == (not BENCH.baseline.ok)
     target = next(line for line in lines if line.startswith("target: 1.85x on 2 workers"))
@@ -61,7 +62,7 @@ def test_the_baseline_and_the_target_are_judged_in_words() -> None:
 
 
 def test_the_ablation_shows_each_change_alone_then_all() -> None:
-    text = "\n".join(bench_lines(BENCH))
+    text = "\n".join(bench_lines(BENCH, article_figures()))
     assert "| none (the article's program) |" in text and "| reference |" in text
     assert "| input-pipeline alone |" in text and "| variables-on-ps alone |" in text
     assert f"| all (the lesson) | {figure(BENCH.rows[-1].cluster_rate, '', 1)} | {figure(BENCH.rows[-1].speedup)} |" \
@@ -69,14 +70,14 @@ def test_the_ablation_shows_each_change_alone_then_all() -> None:
 
 
 def test_where_the_variables_live_and_where_the_time_goes_are_shown() -> None:
-    text = "\n".join(bench_lines(BENCH))
+    text = "\n".join(bench_lines(BENCH, article_figures()))
     assert "the article program's variables live on /job:worker/task:0" in text
     assert "the lesson program's variables live on /job:ps/task:0" in text
     assert "one traced lesson cluster step:" in text
 
 
 def test_the_plot_is_a_png(tmp_path: Path) -> None:
-    assert plot_bench(BENCH, tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
+    assert plot_bench(BENCH, tmp_path / "bench.png", article_figures()).read_bytes().startswith(b"\x89PNG")
 
 
 def with_a_ceiling() -> BenchResults:
@@ -87,7 +88,7 @@ def with_a_ceiling() -> BenchResults:
 
 
 def test_without_a_ceiling_the_table_has_no_share_column() -> None:
-    lines = bench_lines(BENCH)
+    lines = bench_lines(BENCH, article_figures())
     assert BENCH.ceiling is None
     assert "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition |" in lines
     assert not any("ceiling" in line for line in lines)
@@ -96,7 +97,7 @@ def test_without_a_ceiling_the_table_has_no_share_column() -> None:
 def test_the_ceiling_is_a_row_and_every_row_shows_its_share_of_it() -> None:
     results = with_a_ceiling()
     assert results.ceiling is not None and results.ceiling.speedup is not None
-    lines = bench_lines(results)
+    lines = bench_lines(results, article_figures())
     assert "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition | share of ceiling |" \
         in lines
     (row,) = [line for line in lines if line.startswith(f"| {ceiling_name(results.ceiling)} |")]
@@ -116,7 +117,7 @@ def test_the_plot_has_the_ceiling_with_its_error_bar(tmp_path: Path) -> None:
     assert [row.speedup for row in results.rows] + [results.ceiling.speedup] == [speedup for _, speedup, _, _ in bars]
     assert ("ceiling\n2 at once", results.ceiling.per_repetition) == (bars[-1][0], bars[-1][2])
     assert len({colour for _, _, _, colour in bars}) == len(bars)
-    assert plot_bench(results, tmp_path / "bench.png").read_bytes().startswith(b"\x89PNG")
+    assert plot_bench(results, tmp_path / "bench.png", article_figures()).read_bytes().startswith(b"\x89PNG")
 
 
 def sweep_from_the_bench_sample() -> SweepResults:
@@ -137,4 +138,4 @@ def test_the_sweep_table_prints_each_point_with_its_interval(tmp_path: Path) -> 
     assert "lesson: standalone (1 CPU) " + figure(BENCH.rows[0].standalone_rate, "", 1) + " ex/s" in lines
     assert f"| 2 | n/a | {figure(BENCH.rows[0].speedup)} | 2.00x |  |" in lines
     assert "95% CI in brackets" in lines[1]
-    assert plot_sweep(sweep, tmp_path / "sweep.png").read_bytes().startswith(b"\x89PNG")
+    assert plot_sweep(sweep, tmp_path / "sweep.png", article_figures()).read_bytes().startswith(b"\x89PNG")

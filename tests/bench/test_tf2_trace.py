@@ -12,9 +12,8 @@ import pytest
 from reprokit.bench.runs import Bench
 from reprokit.bench.tf2_trace import join_worker_traces, task_device, xspace_ops
 from reprokit.bench.timeline import Trace, breakdown, is_collective
-from reprokit.options import Options
 from reprokit.run.local import LocalBackend
-from tests.support.kit import RECORDS, KitInputs, kit_settings
+from tests.support.kit import KitInputs, kit_options, kit_settings
 
 WORKER = "/job:worker/replica:0/task:{}/device:CPU:0"
 
@@ -88,8 +87,9 @@ def test_an_all_reduce_counts_as_transfers_and_waiting_not_compute() -> None:
 
 
 def _bench(kit_inputs: KitInputs, runs: Path) -> Bench:
-    options = Options(11, 2, "spread", "synthetic", RECORDS)
-    return Bench(kit_settings(runs, kit_inputs), LocalBackend("auto"), options, lambda _: None, "bench")
+    options = kit_options(11, 2)
+    settings = kit_settings(runs, kit_inputs)
+    return Bench(settings, LocalBackend("auto", watchdog=settings.watchdog), options, lambda _: None, "bench")
 
 
 def _chrome_processes(folder: Path, name: str) -> set[str]:

@@ -16,11 +16,11 @@ from reprokit.data.cifar_format import (
     OFFICIAL_SHA256,
     RECORD_BYTES,
     BatchFile,
-    decode_records,
     encode_records,
     verify_batches,
 )
 from reprokit.errors import DataError
+from tests.support.cifar import decode_records, train_and_test_records
 
 
 def _write_batches(folder: Path, records: int = 20) -> Path:
@@ -72,8 +72,7 @@ def test_verify_batches_counts_records_and_hashes_every_file(tmp_path: Path) -> 
     info = verify_batches(folder)
     assert list(DATA_FILES) == [f.name for f in info.files]
     assert [20] * 6 == [f.records for f in info.files]
-    assert 100 == info.train_records
-    assert 20 == info.test_records
+    assert (100, 20) == train_and_test_records(info)
     first = info.files[0]
     assert hashlib.sha256((folder / first.name).read_bytes()).hexdigest() == first.sha256
     assert (2,) * 10 == first.label_counts

@@ -14,7 +14,6 @@ from reprokit.data.cifar_format import (
     DATA_FILES,
     META_FILE,
     RECORD_BYTES,
-    decode_records,
     verify_batches,
 )
 from reprokit.data.synthetic import (
@@ -25,6 +24,7 @@ from reprokit.data.synthetic import (
     write_synthetic,
 )
 from reprokit.errors import DataError
+from tests.support.cifar import decode_records, train_and_test_records
 
 
 def _bytes_of(folder: Path) -> dict[str, bytes]:
@@ -255,4 +255,4 @@ def test_the_full_size_set_has_the_shape_of_the_real_one(tmp_path: Path) -> None
     info = verify_batches(folder)
     assert [30730000] * 6 == [f.size for f in info.files]
     assert all(950 < count < 1050 for f in info.files for count in f.label_counts)
-    assert (50000, 10000) == (info.train_records, info.test_records)
+    assert (50000, 10000) == train_and_test_records(info)

@@ -28,9 +28,9 @@ from reprokit.judge.claims import (
     wilson,
 )
 from reprokit.judge.intervals import Estimate, ratio_estimate
-from reprokit.judge.speed import ARTICLE_CLUSTER_STEPS, ARTICLE_SPEEDUP, ARTICLE_STANDALONE_STEPS
 from reprokit.programs import PROGRAMS
 from tests.support import REPO, SAMPLES
+from tests.support.article import ARTICLE_CLUSTER_STEPS, ARTICLE_STANDALONE_STEPS
 
 CLAIMS = REPO / "expected_logs" / "claims.yaml"
 BAD = SAMPLES / "claims"
@@ -66,7 +66,7 @@ def speedup_of(value: float, low: float, high: float, fewest: int = 99, n: int =
 def test_the_claims_file_holds_the_articles_speedup_band_and_the_learning_margin(claims: Claims) -> None:
     """1.74x (98 -> 170 examples/sec) on 2 workers, band 1.56-1.91; margin 0.05, chance 0.10."""
     article = claims.speedup["article"]
-    assert (ARTICLE_SPEEDUP, 98.0, 170.0, 1.56, 1.91, 2) == (
+    assert (1.74, 98.0, 170.0, 1.56, 1.91, 2) == (
         article.value, article.standalone_rate, article.cluster_rate, article.lower, article.upper, article.workers)
     assert (0.05, 0.10) == (claims.learning.margin, claims.learning.chance)
     assert 0 < claims.learning.loss_margin < 1 and 0 < claims.drift < 1

@@ -12,25 +12,33 @@ import pytest
 from reprokit.commands import run
 from reprokit.errors import KitError
 from reprokit.judge.evaluation import (
-    CHANCE,
     EvalResult,
     NoCheckpointError,
     counted_examples,
     eval_argv,
     evaluate,
-    judge_eval_log,
+    eval_verdicts,
     latest_checkpoint,
     parse_eval_log,
     require_checkpoint,
     step_of,
 )
-from reprokit.judge.claims import ClaimsError, wilson
+from reprokit.judge.checks import summarize
+from reprokit.judge.claims import ClaimsError, load_claims, wilson
+from reprokit.judge.rules import load_rules
+from reprokit.judge.verdict import Summary
 from reprokit.names import MODES
 from tests.support import REPO, SAMPLES
 from tests.support.kit import RECORDS, STEPS, KitInputs
 
 RULES = REPO / "expected_logs" / "eval_rules.yaml"
 LOGS = SAMPLES / "logs"
+CHANCE = load_claims(REPO / "expected_logs" / "claims.yaml").learning.chance  # a ten-class guess
+
+
+def judge_eval_log(log: Path, mode: str, rules_path: Path) -> Summary:
+    """An eval log of the article's program against the eval rules, as a run's judgement checks it."""
+    return summarize(eval_verdicts(log, mode, load_rules(rules_path), "article"))
 GOOD = LOGS / "eval_good.log"  # a real eval of a 21-step standalone checkpoint, 200 test records
 
 # Bad samples and the rules each must fail, and no other.
@@ -85,7 +93,7 @@ def test_the_real_log_gives_precision_count_step_and_interval() -> None:
     result = parse_eval_log(GOOD.read_text(), 200, mode="standalone", log=GOOD)
     low, high = wilson(162, 256)
     assert EvalResult("standalone", 20, 0.633, 162, 256, low, high, GOOD) == result
-    assert (True, True) == (result.ok, result.above_chance)
+    assert (True, True) == (result.ok, low > CHANCE)
 
 
 def test_without_a_restoring_line_the_step_comes_from_the_checkpoint_state() -> None:
@@ -102,7 +110,7 @@ def test_a_log_without_a_checkpoint_gives_an_error_and_no_numbers() -> None:
     assert (None, None, None, None, 256) == (result.step, result.precision, result.correct, result.low,
                                               result.counted)
     assert f"the eval program found no checkpoint ('No checkpoint file found'); see {path}" == result.error
-    assert (False, False) == (result.ok, result.above_chance)
+    assert False is result.ok
 
 
 def test_a_malformed_precision_line_is_not_read_as_a_precision() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 
 import numpy as np
@@ -13,13 +12,12 @@ from reprokit.judge import intervals
 from reprokit.judge.intervals import (
     Estimate,
     IntervalError,
-    enough,
     format_estimate,
     rate_estimate,
     ratio_estimate,
     t_quantile,
 )
-from reprokit.judge.speed import ARTICLE_CLUSTER_STEPS, ARTICLE_STANDALONE_STEPS
+from tests.support.article import ARTICLE_CLUSTER_STEPS, ARTICLE_STANDALONE_STEPS
 
 # The article's step rates after warm-up (steps 10-50).
 ARTICLE_CLUSTER = [rate for step, rate in ARTICLE_CLUSTER_STEPS.items() if step > 0]
@@ -148,46 +146,12 @@ def test_a_figure_reads_with_its_interval_and_n() -> None:
     assert "98.0 examples/sec (95% CI 97.2-98.7, n=1)" == rate.text(" examples/sec", digits=1)
 
 
-def test_the_half_width_share_is_the_wider_side_over_the_value() -> None:
-    """1.00 (0.90-1.05): the lower side, 0.10, is the wider: a share of 0.10."""
-    estimate = Estimate(1.0, 0.9, 1.05, 1, 10, 5, "within one repetition (bootstrap of steps)")
-    assert pytest.approx(0.1) == estimate.half_width_share
-
-
-def test_an_estimate_survives_a_json_round_trip() -> None:
-    """to_dict gives plain JSON; from_dict reads it back to the same Estimate."""
-    estimate = ratio_estimate([(ARTICLE_CLUSTER, ARTICLE_STANDALONE)])
-    assert estimate == Estimate.from_dict(json.loads(json.dumps(estimate.to_dict())))
-
-
-@pytest.mark.parametrize("change, expected", [
-    ({"low": None}, "an estimate needs low"),
-    ({"n": "3"}, "estimate key 'n' must be a whole number"),
-    ({"value": "1.34x"}, "estimate key 'value' must be a number"),
-    ({"method": 3}, "estimate key 'method' must be a string"),
-])
-def test_a_malformed_estimate_mapping_is_refused_naming_the_key(change: dict[str, object], expected: str) -> None:
-    """A report's JSON edited by hand, or written by an older kit, says which key is wrong."""
-    data: dict[str, object] = dict(Estimate(1.34, 1.21, 1.49, 3, 600, 198, "t").to_dict())
-    for key, value in change.items():
-        if value is None:
-            del data[key]
-        else:
-            data[key] = value
-    with pytest.raises(IntervalError) as caught:
-        Estimate.from_dict(data)
-    assert expected in caught.value.message
-
-
 def test_a_run_with_fewer_than_five_step_rates_is_not_enough() -> None:
     """MIN_STEP_RATES is 5: the article's five steps are just enough, four are not."""
     assert 5 == intervals.MIN_STEP_RATES
-    assert (True, False) == (enough([ARTICLE_CLUSTER, ARTICLE_STANDALONE]),
-                             enough([ARTICLE_CLUSTER, ARTICLE_STANDALONE[:4]]))
     thin = ratio_estimate([(ARTICLE_CLUSTER, ARTICLE_STANDALONE[:4])])
-    assert (4, False, False) == (thin.fewest, thin.enough, enough(thin))
-    assert enough(ratio_estimate([(ARTICLE_CLUSTER, ARTICLE_STANDALONE)]))
-    assert not enough([])
+    assert (4, False) == (thin.fewest, thin.enough)
+    assert (5, True) == ((full := ratio_estimate([(ARTICLE_CLUSTER, ARTICLE_STANDALONE)])).fewest, full.enough)
 
 
 @pytest.mark.parametrize("pairs, expected", [

@@ -111,7 +111,7 @@ def test_only_the_two_step_count_rules_need_a_finished_run(rules: list[Rule]) ->
 def test_the_article_logs_pass_every_format_rule(rules: list[Rule], mode: str) -> None:
     """The article's excerpts are the reference: all format rules hold for them."""
     records = parse_log(ARTICLE / f"{mode}.log", mode)
-    verdicts = check_logs(mode, records, rules, article_context(mode), {"format"})
+    verdicts = check_logs(mode, records, rules, article_context(mode, 2), {"format"}, program="article")
     assert [] == [v.message for v in verdicts if not v.passed]
     assert 9 == len(verdicts)
     assert "PASS" == summarize(verdicts).lines[-1]
@@ -123,7 +123,7 @@ def test_a_good_run_passes_every_format_and_run_rule(
 ) -> None:
     """A finished run that logged every tenth step up to its last passes all the rules of its
     program: the article's announce a queue, the lesson's a shuffle buffer."""
-    verdicts = check_logs(mode, trainer_log(name, mode), rules, run_context(mode, max_steps), BOTH, program=program)
+    verdicts = check_logs(mode, trainer_log(name, mode), rules, run_context(mode, max_steps, 2), BOTH, program=program)
     assert set() == failed(verdicts)
     assert [n for n in RULE_NAMES if n not in NOT_FOR[program]] == [v.rule for v in verdicts]
 
@@ -134,7 +134,7 @@ def test_a_bad_sample_fails_exactly_the_rules_it_breaks(
     rules: list[Rule], name: str, mode: str, max_steps: int, scope: set[str], expected: set[str], program: str
 ) -> None:
     """Each bad sample breaks one thing and is caught by the rule that checks it."""
-    verdicts = check_logs(mode, trainer_log(name, mode), rules, run_context(mode, max_steps), scope, program=program)
+    verdicts = check_logs(mode, trainer_log(name, mode), rules, run_context(mode, max_steps, 2), scope, program=program)
     assert expected == failed(verdicts)
 
 
@@ -147,7 +147,7 @@ def test_every_failure_carries_evidence_with_a_file(rules: list[Rule]) -> None:
     """Each failing verdict of each bad sample names at least one file, line or text."""
     for name, mode, max_steps, scope, _, program in [(*case, "article")[:6] for case in BAD]:
         verdicts = check_logs(mode, trainer_log(name, mode), rules,
-                              run_context(mode, max_steps), scope, program=program)
+                              run_context(mode, max_steps, 2), scope, program=program)
         for v in verdicts:
             if not v.passed:
                 assert v.evidence, f"{name}: {v.rule} failed without evidence"
@@ -159,7 +159,7 @@ def test_a_missing_line_says_what_was_expected_and_where_it_was_looked_for(
 ) -> None:
     """No Filling queue line: the message gives the count expected and the file searched."""
     verdicts = check_logs("standalone", trainer_log("missing_filling_queue.log", "standalone"),
-                          rules, article_context("standalone"), {"format"})
+                          rules, article_context("standalone", 2), {"format"}, program="article")
     verdict = next(v for v in verdicts if v.rule == "filling_queue_once_per_tower")
     assert "expected exactly 1 (towers)" in verdict.message
     assert f"looked in {LOGS / 'missing_filling_queue.log'} (9 lines)" in verdict.message
@@ -170,7 +170,7 @@ def test_a_missing_line_says_what_was_expected_and_where_it_was_looked_for(
 def test_a_cluster_with_one_filling_queue_line_shows_the_one_it_found(rules: list[Rule]) -> None:
     """Two towers should announce two queues; the evidence is the single line found."""
     records = trainer_log("filling_queue_once_on_cluster.log", "cluster")
-    verdicts = check_logs("cluster", records, rules, article_context("cluster"), {"format"})
+    verdicts = check_logs("cluster", records, rules, article_context("cluster", 2), {"format"}, program="article")
     verdict = next(v for v in verdicts if v.rule == "filling_queue_once_per_tower")
     assert "1 line matches" in verdict.message and "expected exactly 2 (towers)" in verdict.message
     assert [4] == [e.line for e in verdict.evidence]
@@ -180,7 +180,7 @@ def test_a_skipped_step_names_the_step_expected_and_the_one_found(rules: list[Ru
     """Steps 0, 10, 30: the evidence is the lines of steps 10 and 30."""
     path = LOGS / "skipped_step.log"
     verdicts = check_logs("standalone", trainer_log("skipped_step.log", "standalone"), rules,
-                          article_context("standalone"), {"format"})
+                          article_context("standalone", 2), {"format"}, program="article")
     verdict = next(v for v in verdicts if v.rule == "steps_every_ten_from_zero")
     assert f"expected step 20 after step 10, found step 30 at {path}:10" in verdict.message
     assert [9, 10] == [e.line for e in verdict.evidence]
@@ -190,7 +190,7 @@ def test_a_repeated_step_points_at_both_lines(rules: list[Rule]) -> None:
     """Step 10 logged twice: the message and the evidence give both places."""
     path = LOGS / "repeated_step.log"
     verdicts = check_logs("standalone", trainer_log("repeated_step.log", "standalone"), rules,
-                          article_context("standalone"), {"format"})
+                          article_context("standalone", 2), {"format"}, program="article")
     verdict = next(v for v in verdicts if v.rule == "steps_every_ten_from_zero")
     assert f"step 10 at {path}:10 repeats {path}:9" in verdict.message
     assert [9, 10] == [e.line for e in verdict.evidence]
@@ -199,7 +199,7 @@ def test_a_repeated_step_points_at_both_lines(rules: list[Rule]) -> None:
 def test_a_run_that_stops_early_shows_its_last_step_line(rules: list[Rule]) -> None:
     """max_steps 100 should log up to step 90; the log ends at step 40."""
     verdicts = check_logs("standalone", trainer_log("stopped_early.log", "standalone"), rules,
-                          run_context("standalone", 100), {"run"})
+                          run_context("standalone", 100, 2), {"run"}, program="article")
     verdict = next(v for v in verdicts if v.rule == "steps_reach_last_logged_step")
     assert "to step 90 (last_logged_step)" in verdict.message
     assert "the last step line is step 40" in verdict.message
@@ -209,7 +209,7 @@ def test_a_run_that_stops_early_shows_its_last_step_line(rules: list[Rule]) -> N
 def test_a_step_line_before_the_filling_queue_line_is_shown_with_it(rules: list[Rule]) -> None:
     """The evidence is the first step line and the Filling queue line that follows it."""
     verdicts = check_logs("standalone", trainer_log("step_before_filling_queue.log", "standalone"),
-                          rules, article_context("standalone"), {"format"})
+                          rules, article_context("standalone", 2), {"format"}, program="article")
     verdict = next(v for v in verdicts if v.rule == "filling_queue_before_first_step")
     assert [7, 8] == [e.line for e in verdict.evidence]
     assert verdict.evidence[1].text.startswith("Filling queue with 20000")
@@ -218,7 +218,7 @@ def test_a_step_line_before_the_filling_queue_line_is_shown_with_it(rules: list[
 def test_a_high_first_loss_reports_the_value_the_bounds_and_the_line(rules: list[Rule]) -> None:
     """Step 0 loss 9.99 is outside [4.4, 5] nats around the article's 4.68."""
     verdicts = check_logs("standalone", trainer_log("first_loss_high.log", "standalone"), rules,
-                          article_context("standalone"), {"format"})
+                          article_context("standalone", 2), {"format"}, program="article")
     verdict = next(v for v in verdicts if v.rule == "first_loss_near_initial")
     assert "outside [4.4, 5] nats (reference 4.68): step 0: 9.99" in verdict.message
     assert [8] == [e.line for e in verdict.evidence]
@@ -230,7 +230,7 @@ def test_the_summary_lists_each_failure_with_its_evidence_and_ends_in_fail(
     """A failing rule is followed by its evidence as path:line: text; the last line is FAIL."""
     path = LOGS / "loss_rising.log"
     verdicts = check_logs("standalone", trainer_log("loss_rising.log", "standalone"), rules,
-                          article_context("standalone"), {"format"})
+                          article_context("standalone", 2), {"format"}, program="article")
     summary = summarize(verdicts)
     assert (False, ["loss_falls"]) == (summary.passed, summary.failed)
     assert ["9 rules checked, 1 failed", "FAIL"] == summary.lines[-2:]
@@ -241,7 +241,7 @@ def test_the_summary_lists_each_failure_with_its_evidence_and_ends_in_fail(
 
 
 def _loss_falls(rules: list[Rule], records: list[LogRecord]) -> Verdict:
-    verdicts = check_logs("standalone", records, rules, article_context("standalone"), {"format"})
+    verdicts = check_logs("standalone", records, rules, article_context("standalone", 2), {"format"}, program="article")
     return next(v for v in verdicts if v.rule == "loss_falls")
 
 
@@ -283,7 +283,7 @@ def test_rules_for_the_other_mode_are_not_checked() -> None:
     """applies_to: a cluster-only rule gives no verdict for a standalone log."""
     rules = load_rules(SAMPLES / "rules" / "cluster_only.yaml")
     records = parse_log(ARTICLE / "standalone.log", "standalone")
-    verdicts = check_logs("standalone", records, rules, {"workers": 1}, {"format"})
+    verdicts = check_logs("standalone", records, rules, {"workers": 1}, {"format"}, program="article")
     assert ["step_lines_present"] == [v.rule for v in verdicts]
 
 
@@ -292,7 +292,7 @@ def test_a_context_variable_the_caller_did_not_pass_is_an_error_naming_it() -> N
     rules = load_rules(SAMPLES / "rules" / "cluster_only.yaml")
     records = parse_log(ARTICLE / "cluster.log", "client")
     with pytest.raises(RulesError) as caught:
-        check_logs("cluster", records, rules, article_context("cluster"), {"format"})
+        check_logs("cluster", records, rules, article_context("cluster", 2), {"format"}, program="article")
     assert "'step_lines_present'" in caught.value.message
     assert "'workers'" in caught.value.message
 
@@ -302,7 +302,7 @@ def test_an_empty_log_says_which_file_was_searched(rules: list[Rule], tmp_path: 
     empty = tmp_path / "client.log"
     empty.write_text("")
     verdicts = check_logs("cluster", parse_log(empty, "client"), rules,
-                          run_context("cluster", 1000), BOTH, sources=[empty])
+                          run_context("cluster", 1000, 2), BOTH, sources=[empty], program="article")
     assert [f"looked in {empty} (0 lines)"] == sorted({
         v.message.split("; ")[-1] for v in verdicts if not v.passed})
 
@@ -312,21 +312,21 @@ def test_the_last_logged_step_is_the_last_multiple_of_ten_below_max_steps(
     max_steps: int, expected: int
 ) -> None:
     """The loop runs steps 0..max_steps-1 and logs when step % 10 == 0."""
-    assert {"towers": 2, "last_logged_step": expected} == run_context("cluster", max_steps)
+    assert {"towers": 2, "last_logged_step": expected} == run_context("cluster", max_steps, 2)
 
 
 def test_towers_are_one_alone_and_one_per_worker_on_the_cluster() -> None:
     """Each worker tower builds its own input pipeline."""
     assert ({"towers": 1}, {"towers": 3}) \
-        == (article_context("standalone"), article_context("cluster", workers=3))
+        == (article_context("standalone", 2), article_context("cluster", workers=3))
 
 
 def test_an_unknown_mode_or_scope_is_an_error(rules: list[Rule]) -> None:
     """A typo in the mode or the scope must not check nothing and pass."""
     with pytest.raises(RulesError):
-        check_logs("multi_gpu", [], rules, {}, {"format"})
+        check_logs("multi_gpu", [], rules, {}, {"format"}, program="article")
     with pytest.raises(RulesError):
-        check_logs("cluster", [], rules, {}, {"nightly"})
+        check_logs("cluster", [], rules, {}, {"nightly"}, program="article")
 
 
 @pytest.mark.parametrize("name, expected", [
@@ -353,7 +353,7 @@ def test_a_bad_rules_file_raises_a_rules_error_naming_the_rule_and_key(
 def test_a_dead_queue_runner_thread_is_a_warning_not_a_failure(rules: list[Rule]) -> None:
     """A real cluster excerpt with one killed queue-runner thread: WARN, and the verdict stays PASS."""
     verdicts = check_logs("cluster", trainer_log("queue_runner_died.log", "cluster"), rules,
-                          run_context("cluster", 381), BOTH)
+                          run_context("cluster", 381, 2), BOTH, program="article")
     assert {"no_python_traceback"} == failed(verdicts)
     (warned,) = [v for v in verdicts if not v.passed]
     assert "warning" == warned.severity

@@ -7,8 +7,9 @@ import pytest
 from reprokit.judge import speedup
 from reprokit.judge.intervals import ratio_estimate
 from reprokit.judge.logs import parse_log, step_fields
-from reprokit.judge.speed import ARTICLE_CLUSTER_STEPS, ARTICLE_STANDALONE_STEPS, SpeedError
-from tests.support import SAMPLES, REPO
+from reprokit.judge.speed import SpeedError
+from tests.support import REPO, SAMPLES
+from tests.support.article import ARTICLE_CLUSTER_STEPS, ARTICLE_STANDALONE_STEPS
 
 LOGS = SAMPLES / "logs"
 ARTICLE = REPO / "expected_logs" / "article"

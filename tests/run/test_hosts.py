@@ -18,7 +18,6 @@ import pytest
 
 from reprokit.errors import KitError
 from reprokit.experiment import reproduce
-from reprokit.options import Options
 from reprokit.run import netns
 from reprokit.run.hosts import HostsBackend, role_addresses
 from reprokit.run.links import parse_link, parse_links
@@ -26,7 +25,7 @@ from reprokit.run.process import still_running
 from reprokit.run.roles import RoleSpec
 from tests.support import REPO
 from tests.support.cli import invoke
-from tests.support.kit import RECORDS, STEPS, KitInputs, kit_settings
+from tests.support.kit import KitInputs, STEPS, kit_options, kit_settings, kit_watchdog
 from tests.support.processes import alive, log_has, our_processes, wait_for
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
@@ -84,7 +83,7 @@ def test_every_role_has_a_namespace_an_address_and_a_shaped_link_of_its_own(tmp_
     """Two servers and a client, 100mbit links: the servers see only lo and eth0, each its own
     namespace, a tbf qdisc; the ps hears the client's 3 MB from the client's address; the link
     counters show them; everything is gone afterwards."""
-    backend = HostsBackend("100mbit", probe_timeout_s=60)
+    backend = HostsBackend("100mbit", watchdog=kit_watchdog(probe_s=60))
     cluster = backend.cluster(1)
     roles = [RoleSpec("ps", [PY, "-c", LISTENER, "2222"], "", {}, cluster.ps),
              RoleSpec("worker0", [PY, "-c", LISTENER, "2222"], "", {}, cluster.workers[0]),
@@ -107,7 +106,7 @@ def test_every_role_has_a_namespace_an_address_and_a_shaped_link_of_its_own(tmp_
 @needs_netns
 def test_a_server_that_never_listens_fails_the_run_and_its_namespaces_go(tmp_path: Path):
     """The probe from the run's bridge times out; teardown removes the hosts all the same."""
-    backend = HostsBackend("none", probe_timeout_s=3)
+    backend = HostsBackend("none", watchdog=kit_watchdog(probe_s=3))
     cluster = backend.cluster(1)
     silent = RoleSpec("ps", [PY, "-c", "import time; time.sleep(60)"], "", {}, cluster.ps)
     outcome = backend.run(tmp_path, [silent, RoleSpec("client", [PY, "-c", "pass"], "")], "client", None)
@@ -119,7 +118,8 @@ def test_a_server_that_never_listens_fails_the_run_and_its_namespaces_go(tmp_pat
 CALLER = ("import sys; from pathlib import Path\n"
           "from reprokit.run.hosts import HostsBackend\n"
           "from reprokit.run.roles import RoleSpec\n"
-          "backend = HostsBackend('1gbit')\n"
+          "from tests.support.kit import kit_watchdog\n"
+          "backend = HostsBackend('1gbit', watchdog=kit_watchdog())\n"
           "roles = [RoleSpec.from_json(r) for r in __import__('json').loads(Path(sys.argv[1]).read_text())]\n"
           "backend.run(Path(sys.argv[2]), roles, 'client', None)\n")
 
@@ -129,7 +129,7 @@ CALLER = ("import sys; from pathlib import Path\n"
 def test_a_kit_stopped_by_sigterm_or_killed_leaves_no_host_behind(tmp_path: Path, sig: int):
     """The roles, the namespaces' holders and the supervisor go with the kit, even after kill -9:
     the whole topology lived in processes that die with their parent."""
-    cluster = HostsBackend("none").cluster(1)
+    cluster = HostsBackend("none", watchdog=kit_watchdog()).cluster(1)
     roles = [RoleSpec("ps", [PY, "-c", LISTENER, "2222"], "", {}, cluster.ps),
              RoleSpec("client", [PY, "-c", "print('training', flush=True); import time; time.sleep(120)"], "",
                       {"PYTHONUNBUFFERED": "1"})]
@@ -214,8 +214,8 @@ def test_a_short_reproduction_on_simulated_hosts_passes_and_reports_addresses_li
     """Standalone, then the cluster with a host per role on 1gbit links: PASS by the rules; the
     report shows each host's address, the link and the bytes per step."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
-    options = Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id="hosts")
-    result = reproduce(settings, options, HostsBackend("1gbit"), lambda line: None)
+    options = kit_options(STEPS, 2, run_id="hosts")
+    result = reproduce(settings, options, HostsBackend("1gbit", watchdog=settings.watchdog), lambda line: None)
     assert result.passed, result.error
     network = result.results.modes["cluster"].outcome.network
     assert "1gbit" == network["link"]
@@ -235,7 +235,7 @@ def test_each_tf2_program_trains_on_simulated_hosts_told_the_cluster_by_tf_confi
         tmp_path: Path, kit_inputs: KitInputs, program: str, roles: set[str]):
     """Only the cluster mode: each role a host of its own; every role that listens is on the LAN."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
-    options = Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=program, modes=("cluster",), program=program)
-    result = reproduce(settings, options, HostsBackend("1gbit"), lambda line: None)
+    options = kit_options(STEPS, 2, run_id=program, modes=("cluster",), program=program)
+    result = reproduce(settings, options, HostsBackend("1gbit", watchdog=settings.watchdog), lambda line: None)
     assert result.passed, result.error
     assert roles == set(result.results.modes["cluster"].outcome.network["hosts"])

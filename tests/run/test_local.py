@@ -26,7 +26,7 @@ from reprokit.run.runner import Outcome
 from reprokit.run.supervised import Isolation, run_plan
 from reprokit.run.supervisor import Plan
 from tests.support import REPO
-from tests.support.kit import FILLING_QUEUE, KitInputs, real_roles
+from tests.support.kit import FILLING_QUEUE, KitInputs, kit_watchdog, real_roles
 from tests.support.processes import (
     KillWhen,
     alive,
@@ -53,6 +53,8 @@ LISTENER = ("import os, socket, sys, time\n"
             "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
             "print('netns', os.readlink('/proc/self/ns/net'), flush=True); time.sleep(120)")
 TRAINING = "print('training', flush=True); import time; time.sleep(120)"
+# Servers of plain Python, not TensorFlow: reachable in well under 20 s even on a busy machine.
+QUICK = kit_watchdog(probe_s=20)
 
 
 def listener(name: str, port: int) -> RoleSpec:
@@ -65,7 +67,7 @@ def program(name: str, code: str) -> RoleSpec:
 
 def _caller(tmp_path: Path, roles: list[RoleSpec]) -> subprocess.Popen:
     request = tmp_path / "request.json"
-    request.write_text(Plan(str(tmp_path), roles, "client", 20).to_json())
+    request.write_text(Plan(str(tmp_path), roles, "client", QUICK).to_json())
     return subprocess.Popen([PY, "-c", CALLER, str(request)], cwd=REPO, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
@@ -106,7 +108,7 @@ def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path, host: str
         holder.bind((host, 0))
         holder.listen()
         port = holder.getsockname()[1]
-        backend = LocalBackend("none", first_port=port)
+        backend = LocalBackend("none", first_port=port, watchdog=kit_watchdog())
         roles = [listener("ps", port), program("client", "pass")]
         with pytest.raises(PortBusyError) as caught:
             backend.run(tmp_path, roles, "client", None)
@@ -119,8 +121,8 @@ def test_a_server_nobody_can_reach_fails_the_run_naming_role_address_and_log(tmp
     """A ps that never listens: after probe_timeout_s the outcome says which role, where, and which log."""
     address = f"127.0.0.1:{free_port()}"
     silent = RoleSpec("ps", [PY, "-c", "import time; time.sleep(60)"], "", {}, address)
-    outcome = LocalBackend("none", probe_timeout_s=3).run(tmp_path, [silent, program("client", "pass")], "client",
-                                                          None)
+    backend = LocalBackend("none", watchdog=kit_watchdog(probe_s=3))
+    outcome = backend.run(tmp_path, [silent, program("client", "pass")], "client", None)
     assert not outcome.ok
     assert outcome.message.startswith(f"the ps role ({address}) is not reachable after 3 s (")
     assert outcome.message.endswith(f"\n  -> is the ps server running? see {tmp_path / 'ps.log'}")
@@ -131,7 +133,7 @@ def test_run_plan_reports_the_main_roles_step_lines_as_progress(tmp_path: Path):
     """Each step line of the main role's log reaches the progress callback: role, step, rate."""
     lines = "; ".join(f"print({STEP_LINE.format(s, s + 100)!r})" for s in (0, 10, 20))
     seen: list[tuple[str, int, float]] = []
-    outcome = run_plan(Plan(str(tmp_path), [program("client", lines)], "client"), isolation=Isolation(False),
+    outcome = run_plan(Plan(str(tmp_path), [program("client", lines)], "client", QUICK), isolation=Isolation(False),
                        progress=lambda role, step, rate: seen.append((role, step, rate)))
     assert outcome.ok
     assert [("client", 0, 100.5), ("client", 10, 110.5), ("client", 20, 120.5)] == seen
@@ -145,7 +147,7 @@ def test_a_progress_callback_that_fails_still_stops_every_role(tmp_path: Path):
 
     roles = [listener("ps", free_port()), program("client", f"print({STEP_LINE.format(0, 1)!r}); {TRAINING}")]
     with pytest.raises(BrokenPipeError):
-        run_plan(Plan(str(tmp_path), roles, "client", 20), isolation=Isolation(False), progress=progress)
+        run_plan(Plan(str(tmp_path), roles, "client", QUICK), isolation=Isolation(False), progress=progress)
     assert "interrupted: every role was stopped" == _outcome(tmp_path).message
     assert [] == still_running({"cluster": _outcome(tmp_path)})
 
@@ -153,7 +155,7 @@ def test_a_progress_callback_that_fails_still_stops_every_role(tmp_path: Path):
 def test_a_supervisor_that_sends_no_outcome_is_an_error_pointing_at_its_log(tmp_path: Path):
     """A plan whose main role is not among its roles crashes the supervisor: the error says where to look."""
     with pytest.raises(ClusterError) as caught:
-        run_plan(Plan(str(tmp_path), [program("client", "pass")], "trainer"), isolation=Isolation(False))
+        run_plan(Plan(str(tmp_path), [program("client", "pass")], "trainer", QUICK), isolation=Isolation(False))
     assert caught.value.message.startswith("the supervisor of trainer exited with code 1 and sent no outcome")
     assert f"see {tmp_path / 'trainer.supervisor.log'}" == caught.value.hint
     assert "Traceback" in (tmp_path / "trainer.supervisor.log").read_text()
@@ -163,7 +165,7 @@ def test_a_supervisor_that_sends_no_outcome_is_an_error_pointing_at_its_log(tmp_
 def test_isolated_servers_listen_in_a_network_namespace_of_their_own(tmp_path: Path):
     """In the namespace the client reaches the ps at 127.0.0.1; the ps's namespace is not ours."""
     reach = "import socket; socket.create_connection(('127.0.0.1', 2222), timeout=5).close(); print('reached')"
-    plan = Plan(str(tmp_path), [listener("ps", 2222), program("client", reach)], "client", 20, isolated=True)
+    plan = Plan(str(tmp_path), [listener("ps", 2222), program("client", reach)], "client", QUICK, isolated=True)
     outcome = run_plan(plan, isolation=Isolation(True))
     assert outcome.ok, outcome.message
     assert log_has(tmp_path / "client.log", "reached")
@@ -214,7 +216,7 @@ def test_a_server_killed_mid_run_fails_the_run_naming_it(tmp_path: Path, kit_inp
                                                        victim: str):
     """Real ps, 2 workers and client: SIGKILL one server once the client fills its queue; the run
     fails naming that role, every role is stopped, the logs stay."""
-    backend = LocalBackend("auto", first_port=free_port())
+    backend = LocalBackend("auto", first_port=free_port(), watchdog=kit_watchdog())
     roles = real_roles(backend, kit_inputs, tmp_path)
     killer = KillWhen(tmp_path / "client.log", FILLING_QUEUE, next(r.argv for r in roles if r.name == victim))
     killer.start()

@@ -28,6 +28,7 @@ from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome
 from reprokit.run.supervisor import Plan, supervise
 from tests.support import REPO
+from tests.support.kit import kit_watchdog
 from tests.support.processes import alive, free_port, log_has, pids_running, wait_for
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")
@@ -50,18 +51,23 @@ def program(name: str, code: str, cpus: str = CPU) -> RoleSpec:
     return RoleSpec(name, [PY, "-c", code], cpus, {"PYTHONUNBUFFERED": "1"})
 
 
-def plan(tmp_path: Path, roles: list[RoleSpec], main: str = "client", probe_timeout_s: float = 20) -> Plan:
-    return Plan(str(tmp_path), roles, main, probe_timeout_s)
+# Servers of plain Python, not TensorFlow: reachable in well under 20 s even on a busy machine.
+QUICK = kit_watchdog(probe_s=20)
 
 
-def run(tmp_path: Path, roles: list[RoleSpec], main: str = "client", probe_timeout_s: float = 20,
+def plan(tmp_path: Path, roles: list[RoleSpec], main: str = "client", watchdog: runnerlib.Watchdog = QUICK) -> Plan:
+    return Plan(str(tmp_path), roles, main, watchdog)
+
+
+def run(tmp_path: Path, roles: list[RoleSpec], main: str = "client", watchdog: runnerlib.Watchdog = QUICK,
         stop: threading.Event | None = None) -> Outcome:
-    return supervise(plan(tmp_path, roles, main, probe_timeout_s), stop)
+    return supervise(plan(tmp_path, roles, main, watchdog), stop)
 
 
 def test_a_plan_survives_its_json_file(tmp_path: Path):
     """Plan.to_json then from_json gives an equal plan: the supervisor reads it from a file."""
-    original = Plan(str(tmp_path), [listener("ps", 2222), program("client", "pass")], "client", 7.5, True)
+    original = Plan(str(tmp_path), [listener("ps", 2222), program("client", "pass")], "client",
+                    kit_watchdog(probe_s=7.5), True)
     assert original == Plan.from_json(original.to_json())
 
 
@@ -137,7 +143,7 @@ def test_a_server_that_never_listens_is_a_cluster_error_naming_role_address_and_
     """Nobody listens at its address: after probe_timeout_s, what, where, and which log to read."""
     silent = RoleSpec("ps", [PY, "-c", SILENT], CPU, {}, f"127.0.0.1:{free_port()}")
     started = time.monotonic()
-    outcome = run(tmp_path, [silent, program("client", "pass")], probe_timeout_s=3)
+    outcome = run(tmp_path, [silent, program("client", "pass")], watchdog=kit_watchdog(probe_s=3))
     assert 3 <= time.monotonic() - started < 30  # an upper bound only: the machine may be busy
     first, hint = outcome.message.split("\n  -> ", 1)
     assert first.startswith(f"the ps role ({silent.address}) is not reachable after 3 s (")
@@ -149,7 +155,7 @@ def test_a_server_that_never_listens_is_a_cluster_error_naming_role_address_and_
 def test_a_run_with_an_unreachable_server_fails_without_starting_the_main_role(tmp_path: Path):
     """The same error becomes the outcome's message; the silent server is stopped."""
     silent = RoleSpec("ps", [PY, "-c", SILENT], CPU, {}, f"127.0.0.1:{free_port()}")
-    outcome = run(tmp_path, [silent, program("client", "pass")], probe_timeout_s=3)
+    outcome = run(tmp_path, [silent, program("client", "pass")], watchdog=kit_watchdog(probe_s=3))
     assert not outcome.ok
     assert f"the ps role ({silent.address}) is not reachable after 3 s" in outcome.message
     assert str(tmp_path / "ps.log") in outcome.message
@@ -289,10 +295,10 @@ STEPS_THEN_SILENCE = ("import time\n"
 def test_a_run_whose_step_lines_stop_is_stopped_by_the_watchdog_with_the_evidence(tmp_path: Path):
     """Four step lines 0.3 s apart, then silence: the watchdog (5 x the median gap, at least 2 s)
     stops the run long before the client would end, names the last step and stops every role."""
-    watchdog = runnerlib.Watchdog(first_step_s=60, factor=5, floor_s=2)
+    watchdog = kit_watchdog(probe_s=20, first_step_s=60, factor=5, floor_s=2)
     started = time.monotonic()
-    outcome = supervise(Plan(str(tmp_path), [listener("ps"), program("client", STEPS_THEN_SILENCE)], "client", 20,
-                             watchdog=watchdog))
+    outcome = supervise(Plan(str(tmp_path), [listener("ps"), program("client", STEPS_THEN_SILENCE)], "client",
+                             watchdog))
     assert time.monotonic() - started < 60
     assert not outcome.ok
     assert outcome.message.startswith("the run stalled: the client wrote no step line for ")
@@ -316,17 +322,17 @@ def test_a_peer_that_ends_by_itself_with_0_is_not_a_death_but_with_1_it_is(tmp_p
 
 def test_a_stall_of_a_main_role_with_a_known_cause_names_it(tmp_path: Path):
     """The all-reduce workers' hint: a collective that never completes stalls every worker."""
-    watchdog = runnerlib.Watchdog(first_step_s=2, factor=5, floor_s=1)
+    watchdog = kit_watchdog(probe_s=20, first_step_s=2, factor=5, floor_s=1)
     silent = RoleSpec("worker0", [PY, "-c", SILENT], CPU, {}, stall_hint="a collective that never completes")
-    outcome = supervise(Plan(str(tmp_path), [silent], "worker0", 20, watchdog=watchdog))
+    outcome = supervise(Plan(str(tmp_path), [silent], "worker0", watchdog))
     assert "wrote no step line for 2 s since it started" in outcome.message
     assert "a collective that never completes" in outcome.message
 
 
 def test_a_main_role_that_never_writes_a_step_line_is_stopped_at_the_first_step_ceiling(tmp_path: Path):
     """No step line at all within first_step_s: stalled 'since it started'."""
-    watchdog = runnerlib.Watchdog(first_step_s=2, factor=5, floor_s=1)
-    outcome = supervise(Plan(str(tmp_path), [program("client", SILENT)], "client", 20, watchdog=watchdog))
+    watchdog = kit_watchdog(probe_s=20, first_step_s=2, factor=5, floor_s=1)
+    outcome = supervise(Plan(str(tmp_path), [program("client", SILENT)], "client", watchdog))
     assert not outcome.ok
     assert "wrote no step line for 2 s since it started" in outcome.message
     assert "the first two step lines may take up to 2 s" in outcome.message
@@ -336,7 +342,7 @@ def test_a_progress_line_reaches_the_callback_as_the_main_role_writes_it(tmp_pat
     """The runner follows the main role's log: each step line becomes (role, step, rate)."""
     seen: list[tuple[str, int, float]] = []
     handles = [ProcessHandle(program("client", STEPS_THEN_SILENCE.replace("time.sleep(120)", "")), tmp_path)]
-    runnerlib.Runner(tmp_path, handles, "client", progress=lambda *a: seen.append(a)).run()
+    runnerlib.Runner(tmp_path, handles, "client", watchdog=QUICK, progress=lambda *a: seen.append(a)).run()
     assert [("client", s, 900.0) for s in (0, 10, 20, 30)] == seen
 
 
@@ -346,7 +352,7 @@ def test_a_log_that_cannot_be_written_fails_the_run_instead_of_blocking_it(tmp_p
     disk = small_disk(64)
     chatty = program("client", "import time\nwhile True:\n    print('x' * 1000, flush=True)")
     started = time.monotonic()
-    outcome = supervise(Plan(str(disk), [listener("ps"), chatty], "client", 20))
+    outcome = supervise(Plan(str(disk), [listener("ps"), chatty], "client", QUICK))
     assert time.monotonic() - started < 60
     assert not outcome.ok
     assert outcome.message.startswith("the log of the client role cannot be written: ")

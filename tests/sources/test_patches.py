@@ -10,9 +10,8 @@ import pytest
 
 from reprokit.errors import PatchError
 from reprokit.sources import patches as patchlib
-from reprokit.sources.upstream import read_lines
 from reprokit.sources.workspace import expected_files
-from tests.support import REPO
+from tests.support import REPO, read_lines
 
 ROOT = REPO
 UPSTREAM = ROOT / "upstream"

@@ -10,8 +10,7 @@ import pytest
 
 from reprokit.errors import KitError, PatchError, UpstreamDriftError
 from reprokit.sources import series
-from reprokit.sources.upstream import read_lines
-from tests.support import REPO
+from tests.support import REPO, read_lines
 
 TRAINER = "cifar10_multi_gpu_train.py"
 SERIES = ["cifar10_standalone_train.patch", "cifar10_cluster_train.patch",

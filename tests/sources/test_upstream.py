@@ -14,11 +14,10 @@ from reprokit.sources.upstream import (
     CHECKSUM_FILE,
     check_upstream,
     read_checksums,
-    read_lines,
     require_pristine,
     sha256_file,
 )
-from tests.support import REPO
+from tests.support import REPO, read_lines
 
 ROOT = REPO
 UPSTREAM = ROOT / "upstream"

@@ -8,8 +8,8 @@ import pytest
 
 from reprokit import views
 from reprokit.sources import workspace
-from reprokit.sources.upstream import read_lines
 from reprokit.sources.verify import Check, run_checks
+from tests.support import read_lines
 
 TRAINER = "cifar10_multi_gpu_train.py"
 CHECK_NAMES = [

@@ -10,7 +10,7 @@ import pytest
 
 from reprokit.errors import KitError, PatchError, UpstreamDriftError
 from reprokit.sources import workspace
-from reprokit.sources.upstream import read_lines
+from tests.support import read_lines
 
 TRAINER = "cifar10_multi_gpu_train.py"
 ALL_FILES = ["cifar10.py", "cifar10_cluster_train.py", "cifar10_eval.py", "cifar10_input.py",

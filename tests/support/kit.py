@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import yaml
 
-from reprokit.options import Options
+from reprokit.judge.claims import load_claims
+from reprokit.options import Options, Request
 from reprokit.programs import PROGRAMS
+from reprokit.report.results import ArticleFigures
 from reprokit.run.backends import Backend
 from reprokit.run.cluster import make_layout
 from reprokit.run.roles import RoleSpec
+from reprokit.run.runner import Watchdog
 from reprokit.settings import Settings, from_mapping
 from tests.support import REPO
 
@@ -41,6 +45,24 @@ def kit_config(runs_dir: Path, inputs: KitInputs) -> dict:
             "sources_dir": str(inputs.sources_dir), "synthetic_records": RECORDS}
 
 
+def article_figures() -> ArticleFigures:
+    """The article's figures as the kit reads them, from expected_logs/claims.yaml."""
+    return ArticleFigures.of(load_claims(REPO / "expected_logs" / "claims.yaml"))
+
+
+def kit_watchdog(**changes: float) -> Watchdog:
+    """invoke.yaml's watchdog, with ``changes`` (a short ``probe_s`` for a server that never answers)."""
+    return replace(from_mapping(repo_config(), root=REPO).watchdog, **changes)
+
+
+def kit_options(steps: int = STEPS, workers: int = 2, **changes: Any) -> Options:
+    """A run's options as invoke.yaml makes them (its program, tuning and layout, one pair), on
+    generated data of RECORDS records, with ``changes``."""
+    settings = from_mapping(repo_config(), root=REPO)
+    asked = Request(steps=steps, workers=workers, source="synthetic").options(settings)
+    return replace(asked, synthetic_records=RECORDS, **changes)
+
+
 def kit_settings(runs_dir: Path, inputs: KitInputs) -> Settings:
     return from_mapping(kit_config(runs_dir, inputs), root=REPO)
 
@@ -48,6 +70,6 @@ def kit_settings(runs_dir: Path, inputs: KitInputs) -> Settings:
 def real_roles(backend: Backend, inputs: KitInputs, run_dir: Path, mode: str = "cluster", steps: int = STEPS,
                workers: int = 2, program: str = "article") -> list[RoleSpec]:
     """A mode's roles exactly as a reproduction builds them (ps, workers and client; or standalone)."""
-    options = Options(steps, workers, "spread", "synthetic", RECORDS, program=program)
+    options = kit_options(steps, workers, program=program)
     return PROGRAMS[program].roles(mode, options, make_layout("spread", workers), backend, inputs.sources_dir,
                                    inputs.data_dir, run_dir / f"train_{mode}")

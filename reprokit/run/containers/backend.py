@@ -62,11 +62,11 @@ class DockerBackend:
     client_waits = False
 
     def __init__(self, inputs: RunInputs, image: str | None = None, *, client: docker.DockerClient | None = None,
-                 probe_timeout_s: float = 60.0, watchdog: Watchdog = Watchdog()) -> None:
+                 watchdog: Watchdog) -> None:
         """``image``: a tag; None picks one (`choose_image`)."""
         self.inputs = inputs
         self.client = client or connect()
-        self.probe_timeout_s, self.watchdog = probe_timeout_s, watchdog
+        self.watchdog = watchdog
         self.image = choose_image(image, self.client)
         self.owner = owner_token()
         self.networks: list[str] = []
@@ -118,8 +118,7 @@ class DockerBackend:
             self.networks.append(place.network)
             try:
                 handles = [ContainerHandle(self.client, role, place, run_dir, self.python) for role in roles]
-                outcome = Runner(Path(run_dir), handles, main, probe_timeout_s=self.probe_timeout_s,
-                                 watchdog=self.watchdog, progress=progress).run()
+                outcome = Runner(Path(run_dir), handles, main, watchdog=self.watchdog, progress=progress).run()
             finally:
                 left = self._remove_network(network, place)
         outcome.add_leftovers(left)

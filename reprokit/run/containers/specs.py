@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import NotRequired, TypedDict
 
 from reprokit.run.cluster import SERVER_PORT, Cluster

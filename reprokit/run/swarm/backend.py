@@ -70,8 +70,8 @@ class SwarmBackend:
     client_waits = True  # a stack starts every service at once; the client waits in its own task
 
     def __init__(self, inputs: RunInputs, image: str | None = None, *, client: docker.DockerClient | None = None,
-                 placement: dict[str, str] | None = None, probe_timeout_s: float = 60.0,
-                 watchdog: Watchdog = Watchdog(), echo: commands.Echo = commands.silent, deploys: bool = True) -> None:
+                 placement: dict[str, str] | None = None, watchdog: Watchdog,
+                 echo: commands.Echo = commands.silent, deploys: bool = True) -> None:
         """``image``: a tag; None picks one (`choose_image`). ``deploys=False``: only to write
         stack files (`invoke stack-file`), no swarm needed."""
         self.inputs, self.echo = inputs, echo
@@ -79,7 +79,7 @@ class SwarmBackend:
         self.swarm = require_swarm(self.client) if deploys else {}
         self.image = choose_image(image, self.client)
         self.placement = dict(placement or {})
-        self.probe_timeout_s, self.watchdog = probe_timeout_s, watchdog
+        self.watchdog = watchdog
         self.owner = owner_token()
         self.stacks: list[str] = []
         self.swept = self._sweep_orphans() if deploys else []
@@ -123,8 +123,7 @@ class SwarmBackend:
                               stack], echo=self.echo, hint=f"see `docker stack ps {stack} --no-trunc`")
                 handles = [ServiceHandle(self.client, role, stack, run_dir, self.image.tag, self.python, run_dir.name)
                            for role in roles]
-                outcome = Runner(Path(run_dir), handles, main, probe_timeout_s=self.probe_timeout_s,
-                                 watchdog=self.watchdog, progress=progress).run()
+                outcome = Runner(Path(run_dir), handles, main, watchdog=self.watchdog, progress=progress).run()
             finally:
                 left = self._remove_stack(stack)
         outcome.add_leftovers(left)

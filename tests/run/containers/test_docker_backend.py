@@ -24,7 +24,6 @@ import yaml
 import docker
 from reprokit.errors import DockerError
 from reprokit.experiment import reproduce
-from reprokit.options import Options
 from reprokit.run.containers.backend import DockerBackend
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.handle import ContainerHandle
@@ -47,6 +46,7 @@ from reprokit.run.roles import RoleSpec, Trainer, TrainingArgs, cluster_roles
 from reprokit.settings import Settings, from_mapping
 from tests.support import REPO
 from tests.support.engine import EngineProxy
+from tests.support.kit import kit_options, kit_watchdog
 from tests.support.processes import wait_for
 
 STEPS, RECORDS = 21, 200  # steps 0..20: three step lines, about a minute per mode on 2 cores
@@ -206,7 +206,7 @@ def settings(tmp_path: Path) -> Settings:
 @pytest.fixture()
 def backend(settings: Settings, kit_image: ImageInfo, docker_client: docker.DockerClient) -> Iterator[DockerBackend]:
     made = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client,
-                         probe_timeout_s=settings.probe_timeout_s)
+                         watchdog=settings.watchdog)
     yield made
     assert [] == made.teardown()
 
@@ -239,7 +239,8 @@ def test_the_default_image_is_the_one_build_image_makes(kit_image: ImageInfo, do
 @pytest.mark.docker
 def test_a_missing_image_says_to_build_it(settings: Settings, docker_client):
     with pytest.raises(DockerError) as caught:
-        DockerBackend(run_inputs(settings), "reprokit/tf-cluster:tf2.21.0-000000000000", client=docker_client)
+        DockerBackend(run_inputs(settings), "reprokit/tf-cluster:tf2.21.0-000000000000", client=docker_client,
+                      watchdog=settings.watchdog)
     assert "invoke build-image" in str(caught.value)
 
 
@@ -271,7 +272,7 @@ def test_a_server_that_dies_early_fails_the_run_with_its_log(backend: DockerBack
 @pytest.mark.docker
 def test_a_server_that_never_listens_times_out_naming_role_address_and_log(settings, kit_image, docker_client,
                                                                            no_leftover_containers):
-    backend = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client, probe_timeout_s=2)
+    backend = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client, watchdog=kit_watchdog(probe_s=2))
     run_dir = _run_dir(settings)
     silent = _server("worker0", "import time; time.sleep(60)", "tf_worker_1:2222")
     outcome = backend.run(run_dir, [silent, RoleSpec("client", ["true"], "")], "client", None)
@@ -314,7 +315,7 @@ def test_a_leftover_of_a_killed_run_is_removed_by_the_next_backend(settings, kit
     owner = f"{socket.gethostname()}/{boot_id()}/{dead.pid}/1"
     docker_client.networks.create(name, labels={RUN_LABEL: "leftover", OWNER_LABEL: owner})
     backend = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client,
-                            probe_timeout_s=settings.probe_timeout_s)
+                            watchdog=settings.watchdog)
     assert f"network {name}" in backend.facts()["leftovers_removed"]
     assert [] == docker_client.networks.list(names=[name])
 
@@ -331,7 +332,7 @@ def test_the_sweep_never_removes_what_a_live_or_unknown_owner_holds(settings, ki
     network = docker_client.networks.create(name, labels={RUN_LABEL: "kept", OWNER_LABEL: owner()})
     try:
         backend = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client,
-                            probe_timeout_s=settings.probe_timeout_s)
+                            watchdog=settings.watchdog)
         assert [name] == [n.name for n in docker_client.networks.list(names=[name])]
         assert f"network {name}: " in backend.facts()["leftovers_kept"]
         assert why in backend.facts()["leftovers_kept"]
@@ -346,7 +347,7 @@ def test_an_engine_that_stops_answering_mid_run_fails_the_run_naming_the_engine(
     fails, saying the engine stopped answering, and lists what it could not remove."""
     proxy = EngineProxy(tmp_path / "engine.sock")
     engine = docker.DockerClient(base_url=proxy.url, timeout=30)
-    backend = DockerBackend(run_inputs(settings), kit_image.tag, client=engine, probe_timeout_s=settings.probe_timeout_s)
+    backend = DockerBackend(run_inputs(settings), kit_image.tag, client=engine, watchdog=settings.watchdog)
     run_dir = _run_dir(settings)
     server = _server("ps", "import socket, time; s = socket.create_server(('', 2222)); time.sleep(120)")
     main = RoleSpec("client", ["sleep", "120"], "")
@@ -460,7 +461,7 @@ def test_a_short_reproduction_in_containers_passes_and_leaves_nothing(backend: D
     for attempt in range(2):
         run_id = f"dk-{uuid.uuid4().hex[:8]}"
         steps: list[tuple[str, int]] = []
-        result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id), backend,
+        result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id), backend,
                            lambda line: None, lambda role, step, rate: steps.append((role, step)))
         if result.passed or not _tf_retry_flake(result.run_dir) or attempt:
             break
@@ -485,7 +486,7 @@ def test_each_tf2_program_trains_in_containers_told_the_cluster_by_tf_config(bac
     """Only the cluster mode: each role a container named as the article names its hosts, each
     told its task by TF_CONFIG; the all-reduce workers reach each other, the coordinator its servers."""
     run_id = f"dk-{uuid.uuid4().hex[:8]}"
-    result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id,
+    result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id,
                                          modes=("cluster",), program=program), backend, lambda line: None)
     assert result.passed, result.error or "\n".join(result.judgement.summary.lines if result.judgement else [])
     assert "step 20, loss = " in (result.run_dir / f"{main}.log").read_text()
@@ -519,7 +520,7 @@ def test_a_worker_killed_mid_run_fails_the_run_naming_it(backend: DockerBackend,
     killer = threading.Thread(target=_kill_once_training, args=(docker_client, run_dir, "worker1", killed),
                               daemon=True)
     killer.start()
-    result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id,
+    result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id,
                                          modes=("cluster",)), backend, lambda line: None)
     killer.join(timeout=10)
     assert 1 == len(killed) and killed[0].startswith("tf_worker_2-")

@@ -18,7 +18,6 @@ import yaml
 
 import docker
 from reprokit.experiment import Request, reproduce, write_stack
-from reprokit.options import Options
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.owners import boot_id
 from reprokit.run.registry import run_inputs
@@ -27,7 +26,7 @@ from reprokit.run.swarm.backend import SwarmBackend
 from reprokit.run.swarm.nodes import node_verdicts
 from reprokit.run.swarm.stack import STACK_LABEL, StackSpec
 from reprokit.settings import Settings
-from tests.support.kit import RECORDS, STEPS, KitInputs, kit_settings
+from tests.support.kit import KitInputs, STEPS, kit_options, kit_settings, kit_watchdog
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.docker
@@ -51,9 +50,9 @@ def test_a_short_reproduction_as_swarm_stacks_passes_and_leaves_nothing(settings
     """Standalone, then 1 ps + 2 workers + client as services of one stack: PASS by the rules;
     each run folder holds the stack file it deployed; no service or network is left."""
     backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm,
-                           probe_timeout_s=settings.probe_timeout_s)
+                           watchdog=settings.watchdog)
     run_id = f"sw-{uuid.uuid4().hex[:6]}"
-    result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id), backend,
+    result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id), backend,
                        lambda line: None)
     assert result.passed, result.error
     for mode in ("standalone", "cluster"):
@@ -75,9 +74,9 @@ def test_a_short_reproduction_as_swarm_stacks_passes_and_leaves_nothing(settings
     ("tf2-ps", ["tf_paramserver", "tf_worker_1", "tf_worker_2", "tf_client"])])
 def test_each_tf2_program_trains_as_a_stack_whose_services_carry_tf_config(settings, swarm, kit_image, program,
                                                                          services):
-    backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, probe_timeout_s=settings.probe_timeout_s)
+    backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, watchdog=settings.watchdog)
     run_id = f"sw-{uuid.uuid4().hex[:6]}"
-    result = reproduce(settings, Options(STEPS, 2, "spread", "synthetic", RECORDS, run_id=run_id,
+    result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id,
                                          modes=("cluster",), program=program), backend, lambda line: None)
     assert result.passed, result.error
     found = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]
@@ -123,7 +122,7 @@ LISTEN = "import socket, time; s = socket.create_server(('', 2222)); print('serv
 
 def test_a_killed_worker_task_fails_the_run_naming_it_and_leaves_nothing(settings, swarm, kit_image, tmp_path):
     """Its container killed (SIGKILL) while the client runs: not restarted; the run fails naming it."""
-    backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, probe_timeout_s=120)
+    backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, watchdog=kit_watchdog(probe_s=120))
     run_dir = tmp_path / f"kill-{uuid.uuid4().hex[:6]}"
     run_dir.mkdir()
     roles = [_server(LISTEN, "tf_paramserver:2222"), _server(LISTEN, "tf_worker_1:2222"),
@@ -150,7 +149,7 @@ def test_a_killed_worker_task_fails_the_run_naming_it_and_leaves_nothing(setting
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_ctrl_c_or_sigterm_removes_the_whole_stack(settings, swarm, kit_image, tmp_path, signum):
     """Ctrl-C or a `kill` of the kit mid-run becomes KeyboardInterrupt after the stack is removed."""
-    backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, probe_timeout_s=120)
+    backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, watchdog=kit_watchdog(probe_s=120))
     run_dir = tmp_path / f"term-{uuid.uuid4().hex[:6]}"
     run_dir.mkdir()
     roles = [_server(LISTEN, "tf_paramserver:2222"),
@@ -177,7 +176,7 @@ def test_a_stack_left_by_a_killed_kit_is_removed_by_the_next_backend(settings, s
     swarm.services.create(kit_image.tag, ["sleep", "300"], name=f"{stack}_tf_paramserver",
                           labels={STACK_LABEL: stack, RUN_LABEL: "left", OWNER_LABEL: owner})
     backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm,
-                           probe_timeout_s=settings.probe_timeout_s)
+                           watchdog=settings.watchdog)
     assert f"stack {stack}" in backend.facts()["leftovers_removed"]
     assert [] == swarm.services.list(filters={"label": f"{STACK_LABEL}={stack}"})
 
@@ -194,6 +193,6 @@ def test_a_node_without_the_image_is_named_before_anything_is_deployed(swarm, ki
 def test_a_backend_on_an_engine_that_is_no_swarm_manager_says_how_to_make_one(settings, docker_client, monkeypatch):
     monkeypatch.setattr(docker_client, "info", lambda: {"Swarm": {"LocalNodeState": "inactive"}})
     with pytest.raises(Exception) as caught:
-        SwarmBackend(run_inputs(settings), "any", client=docker_client)
+        SwarmBackend(run_inputs(settings), "any", client=docker_client, watchdog=kit_watchdog())
     assert "not part of a swarm" in str(caught.value) and "docker swarm init" in str(caught.value)
     assert time.monotonic() > 0
