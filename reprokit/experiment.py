@@ -27,11 +27,18 @@ from reprokit.judge.claims import (
     loss_course,
     three_part_lines,
 )
-from reprokit.judge.logs import step_fields
 from reprokit.judge.evaluation import BATCH_SIZE, evaluate
-from reprokit.judge.judgement import judge_run
-from reprokit.judge.verdict import Judgement
-from reprokit.names import PLOT, REPORT, RESULTS, eval_dir, eval_log, repetition_dir, train_dir
+from reprokit.judge.judgement import Judgement, judge_run
+from reprokit.judge.logs import step_fields
+from reprokit.names import (
+    PLOT,
+    REPORT,
+    RESULTS,
+    eval_dir,
+    eval_log,
+    repetition_dir,
+    train_dir,
+)
 from reprokit.options import Options, Request
 from reprokit.prepared import Prepared, prepare
 from reprokit.programs import PROGRAMS

@@ -11,29 +11,45 @@ reproduction: this is how a reproduction's learning verdict earns trust.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
+from typing import ClassVar
 
 from reprokit.commands import Echo
 from reprokit.data.download import DownloadProgress
+from reprokit.errors import KitError
 from reprokit.experiment import Reproduction, precision_of, reproduce
-from reprokit.files import write_json, write_text
-from reprokit.judge.claims import ClaimVerdict, LearningClaim, judge_learning, load_claims, loss_course
+from reprokit.files import write_text
+from reprokit.judge.claims import (
+    ClaimVerdict,
+    LearningClaim,
+    judge_learning,
+    load_claims,
+    loss_course,
+)
+from reprokit.judge.judgement import judge_run
 from reprokit.judge.logs import step_fields
-from reprokit.options import Given, Options, one_of, program_list, run_options, whole_number
+from reprokit.names import RESULTS
+from reprokit.options import (
+    Given,
+    Options,
+    one_of,
+    program_list,
+    run_options,
+    whole_number,
+)
+from reprokit.programs import PROGRAMS
+from reprokit.records import Document
+from reprokit.report.results import RunResults
 from reprokit.run.local import ISOLATION_MODES
 from reprokit.run.registry import make_backend
 from reprokit.run.runner import Progress
-from reprokit.errors import KitError
-from reprokit.judge.judgement import judge_run
-from reprokit.report.results import RunResults
 from reprokit.runs import RunInfo, find_run, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources.mutants import Mutant, load_catalogue
-from reprokit.programs import PROGRAMS
 
-FILE, TABLE = "mutants.json", "mutants.md"
+TABLE = "mutants.md"
 CONTROL = "(true program)"
 # What each verdict means for a row: a control should be SAME; a mutant is caught when DIFFERENT.
 CAUGHT, FLAGGED, MISSED, FALSE_ALARM, AS_EXPECTED, FAILED = (
@@ -97,16 +113,18 @@ class Row:
 
 
 @dataclass
-class MutantsResults:
+class MutantsResults(Document):
+    FILE: ClassVar[str] = "mutants.json"
+    FORMAT_VERSION: ClassVar[int] = 1
+    AGAIN: ClassVar[str] = "run `invoke mutants` again with this kit"
+
     folder: str
     command: str
     steps: int
     started: str
     finished: str = ""
     rows: list[Row] = field(default_factory=list)
-
-    def save(self) -> Path:
-        return write_json(Path(self.folder) / FILE, asdict(self))
+    format_version: int = field(default=FORMAT_VERSION, kw_only=True)
 
 
 def run_mutants(settings: Settings, request: MutantsRequest, command: str, echo: Echo,
@@ -147,7 +165,7 @@ def finished_run(settings: Settings, run_dir: Path) -> Reproduction:
     """A reproduction finished earlier, read back from its folder: its logs judged again, its
     evaluations and verdicts as results.json holds them."""
     info = RunInfo.load(run_dir)
-    results = RunResults.load(run_dir)
+    results = RunResults.load(run_dir / RESULTS)
     judgement = judge_run(run_dir, settings.rules, info)
     evaluations = {mode: m.evaluation for mode, m in results.modes.items() if m.evaluation is not None}
     return Reproduction(run_dir, info, [], judgement, results, "" if results.passed else results.error,
@@ -220,7 +238,7 @@ def table_lines(results: MutantsResults) -> list[str]:
 
 
 def _write(results: MutantsResults) -> None:
-    results.save()
+    results.write(Path(results.folder))
     lines = ["# The learning verdict on known answers", "",
              f"`{results.command}`, started {results.started}, {results.steps} steps a run.", "",
              *table_lines(results), ""]

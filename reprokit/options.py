@@ -12,13 +12,18 @@ from pathlib import Path
 
 from reprokit.errors import KitError
 from reprokit.names import MODES
+from reprokit.programs import PROGRAMS
 from reprokit.run.backends import BACKENDS
-from reprokit.run.cluster import LAYOUTS, load_cluster, load_placement, parse_cpu_overrides
+from reprokit.run.cluster import (
+    LAYOUTS,
+    load_cluster,
+    load_placement,
+    parse_cpu_overrides,
+)
 from reprokit.run.links import Link, parse_link, parse_links
 from reprokit.run.local import ISOLATION_MODES
 from reprokit.run.tuning import Tuning, profile
 from reprokit.settings import Settings
-from reprokit.programs import PROGRAMS
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,81 @@
 """Typed records and their JSON: dataclasses written with `asdict`, read back field by field.
 
-results.json, bench.json, sweep.json and network.json are dataclasses all the way down. Writing
-is `dataclasses.asdict`; :func:`from_json` reads a document back into the same classes, checking
-each value against its field's annotation, so that a report or a table reads typed fields and
-never a string key. A document that does not fit is a KitError naming the path to the bad value.
+results.json, bench.json, sweep.json, network.json and mutants.json are dataclasses all the way
+down, each a :class:`Document` with its file name and format version: the one writer and reader
+of the kit's JSON documents. Writing is `dataclasses.asdict`; reading checks the format version
+first, so that a file of another kit is refused with what to do rather than misread, then
+:func:`from_json` rebuilds every nested dataclass, checking each value against its field's
+annotation, so that a report or a table reads typed fields and never a string key. A document
+that does not fit is a KitError naming the path to the bad value.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import types
 import typing
 from pathlib import Path
-from typing import TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import (
+    TYPE_CHECKING,
+    ClassVar,
+    TypeVar,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from reprokit.errors import KitError
+from reprokit.files import write_json
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 T = TypeVar("T")
 
 
 class RecordError(KitError):
     """A JSON document does not fit the record it should hold."""
+
+
+class ResultsFormatError(KitError):
+    """A results document cannot be read, or is of another format version."""
+
+
+D = TypeVar("D", bound="Document")
+
+
+class Document:
+    """Mixin of a results dataclass: its file name, its format version, what to do when a file
+    cannot be read (``AGAIN``), write and load."""
+
+    FILE: ClassVar[str]
+    FORMAT_VERSION: ClassVar[int]
+    AGAIN: ClassVar[str]  # the hint: how to write the document again with this kit
+
+    def write(self, folder: Path) -> Path:
+        """``folder``/FILE: `asdict` of the results, as JSON."""
+        document: DataclassInstance = self  # type: ignore[assignment]  # every Document is a dataclass
+        return write_json(Path(folder) / self.FILE, dataclasses.asdict(document))
+
+    @classmethod
+    def load(cls: type[D], path: Path) -> D:
+        """The document in ``path`` (a FILE), if it is of this kit's format version."""
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise ResultsFormatError(f"cannot read {path}: {error}", cls.AGAIN) from None
+        version = data.get("format_version") if isinstance(data, dict) else None
+        if version != cls.FORMAT_VERSION:
+            raise ResultsFormatError(
+                f"{path} is {cls.FILE} format version {version}; this kit reads version {cls.FORMAT_VERSION}",
+                f"{cls.AGAIN} (or read it with the kit that wrote it)")
+        try:
+            return from_json(cls, data, path.name)
+        except RecordError as error:
+            raise ResultsFormatError(f"{path} does not fit {cls.FILE} format {cls.FORMAT_VERSION}: {error}",
+                                     cls.AGAIN) from None
 
 
 def from_json(cls: type[T], data: object, where: str = "$") -> T:

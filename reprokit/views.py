@@ -23,8 +23,8 @@ from reprokit.programs import PROGRAMS
 from reprokit.report import markdown as reportlib
 from reprokit.report.results import ArticleFigures, Evaluation
 from reprokit.run import manual
-from reprokit.run.registry import make_backend
 from reprokit.run.cluster import cluster_from
+from reprokit.run.registry import make_backend
 from reprokit.runs import find_run
 from reprokit.settings import Settings
 from reprokit.sources import teaching, workspace

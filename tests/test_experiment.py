@@ -20,11 +20,11 @@ import yaml
 
 from reprokit.errors import RunFolderExistsError
 from reprokit.experiment import Reproduction, reproduce
-from reprokit.judge.logs import parse_log, step_fields
 from reprokit.judge.judgement import judge_run
+from reprokit.judge.logs import parse_log, step_fields
 from reprokit.names import PLOT, REPORT, RESULTS
 from reprokit.options import Options
-from reprokit.report.results import FORMAT_VERSION
+from reprokit.report.results import RunResults
 from reprokit.run.local import LocalBackend
 from reprokit.runs import RunInfo
 from tests.support import REPO
@@ -88,7 +88,7 @@ def test_the_run_folder_holds_results_report_and_plot(finished: Finished):
     for name in (RESULTS, REPORT, PLOT):
         assert (run_dir / name).stat().st_size > 0, name
     results = json.loads((run_dir / RESULTS).read_text())
-    assert (True, FORMAT_VERSION) == (results["passed"], results["format_version"])
+    assert (True, RunResults.FORMAT_VERSION) == (results["passed"], results["format_version"])
     assert results["verdict"].startswith("logs PASS, claim ") and ", learning " in results["verdict"]
     info = RunInfo.load(run_dir)  # the options live in run.json alone
     assert (STEPS, 2, ["standalone", "cluster"], "synthetic", "article") == \

@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.mutation import CONTROL, FILE, TABLE, MutantsRequest, run_mutants, table_lines
+from reprokit.mutation import (
+    CONTROL,
+    TABLE,
+    MutantsRequest,
+    MutantsResults,
+    run_mutants,
+    table_lines,
+)
 from reprokit.runs import RunInfo
 from tests.support import REPO
 from tests.support.kit import STEPS, KitInputs, kit_settings
@@ -41,7 +48,7 @@ def test_a_quick_catalogue_runs_the_control_then_the_mutant_and_tabulates_both(
     # The mutant's own trainer ran as the cluster's client; build/patched has no mutant in it.
     assert "cifar10_mutant_fifth_rate_train.py" in (Path(mutant.run_dir) / "client.plan.json").read_text()
     assert not list(kit_inputs.sources_dir.glob("cifar10_mutant_*"))
-    saved = json.loads((Path(results.folder) / FILE).read_text())
+    saved = json.loads((Path(results.folder) / MutantsResults.FILE).read_text())
     assert ["(true program)", "fifth-rate"] == [row["mutant"] for row in saved["rows"]]
     table = (Path(results.folder) / TABLE).read_text()
     assert all(line in table for line in table_lines(results))

@@ -15,9 +15,9 @@ from reprokit.errors import KitError
 from reprokit.names import RUN_FILE
 from reprokit.options import BenchRequest, Request, SweepRequest
 from reprokit.prepared import prepare
+from reprokit.programs import PROGRAMS
 from reprokit.runs import RunInfo, find_run
 from reprokit.settings import KIT_CONFIG, Settings, from_mapping
-from reprokit.programs import PROGRAMS
 from tests.support import REPO
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from reprokit.experiment import Reproduction, reproduce
 from reprokit.run.local import LocalBackend
-from tests.support.kit import KitInputs, STEPS, kit_options, kit_settings
+from tests.support.kit import STEPS, KitInputs, kit_options, kit_settings
 
 pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
 

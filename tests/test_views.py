@@ -12,8 +12,8 @@ from reprokit.errors import KitError
 from reprokit.experiment import Reproduction
 from reprokit.judge.judgement import judge_run
 from reprokit.report.results import RunResults
-from reprokit.runs import RunInfo
 from reprokit.run.backends import Exposure
+from reprokit.runs import RunInfo
 from tests.support import REPO, SAMPLES
 from tests.support.kit import article_figures
 

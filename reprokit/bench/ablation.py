@@ -13,9 +13,9 @@ from pathlib import Path
 
 from reprokit.errors import KitError
 from reprokit.files import write_text
+from reprokit.programs import PROGRAMS
 from reprokit.sources import patches as patchlib
 from reprokit.sources import series
-from reprokit.programs import PROGRAMS
 
 
 def lesson_patch(upstream_dir: Path, patches_dir: Path) -> tuple[patchlib.Patch, list[str]]:

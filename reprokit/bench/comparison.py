@@ -8,7 +8,7 @@ each followed by the clusters of the rows it is the baseline of, in an order rev
 other repetition: a cluster runs next to its own standalone, so that the drift of a shared
 machine, which moves over minutes, touches both sides of a pair alike. A row's speed-up is its
 cluster's rate over its own program's standalone rate of the same repetition, combined over
-repetitions by the kit's one estimator with its 95% interval (reprokit.judge.intervals). The
+repetitions by the kit's one estimator with its 95% interval (reprokit.judge.speed). The
 lesson's standalone must be no weaker than the article's (>= 0.95 of it), or its speed-up would
 come from a weaker baseline.
 
@@ -56,13 +56,12 @@ from reprokit.bench.results import (
 from reprokit.bench.runs import Bench, cpu_share
 from reprokit.bench.timeline import StepBreakdown, Trace, breakdown
 from reprokit.commands import Echo
-from reprokit.judge.intervals import METHOD, Estimate
-from reprokit.judge.speed import WARMUP_RULE
+from reprokit.judge.speed import METHOD, WARMUP_RULE, Estimate
 from reprokit.options import Options
+from reprokit.programs import PROGRAMS, SESSION
 from reprokit.run.backends import Backend
 from reprokit.run.tuning import PROFILES, Tuning
 from reprokit.settings import Settings
-from reprokit.programs import PROGRAMS, SESSION
 
 TARGET_SPEEDUP = 1.85  # the lesson's target on 2 workers (the limit is 2.00x)
 BASELINE_FLOOR = 0.95  # the lesson's standalone against the article's, in the same invocation

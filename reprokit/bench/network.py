@@ -14,17 +14,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping
 
-from reprokit.bench.results import NetworkPoint, NetworkProgram, NetworkResults, Prediction, rate_of, speedup_of
+from reprokit.bench.results import (
+    NetworkPoint,
+    NetworkProgram,
+    NetworkResults,
+    Prediction,
+    rate_of,
+    speedup_of,
+)
 from reprokit.bench.runs import Bench
 from reprokit.commands import Echo
 from reprokit.judge.evaluation import BATCH_SIZE
-from reprokit.judge.intervals import METHOD
-from reprokit.judge.speed import WARMUP_RULE
+from reprokit.judge.speed import METHOD, WARMUP_RULE
 from reprokit.options import Options
 from reprokit.run.backends import Backend
 from reprokit.run.links import Link
 from reprokit.settings import Settings
-
 
 
 def _count(value: object) -> int:

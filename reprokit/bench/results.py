@@ -1,7 +1,7 @@
 """What `invoke bench` and `invoke sweep` find, typed: bench.json, sweep.json and network.json are
 `asdict` of these dataclasses, and the tables and plots read them back as such.
 
-Every speed figure is an Estimate of the kit's one estimator (reprokit.judge.intervals) with its
+Every speed figure is an Estimate of the kit's one estimator (reprokit.judge.speed) with its
 95% interval, and every run keeps its step rates after warm-up: the samples behind the figures,
 so that any figure can be recomputed from the file.
 """
@@ -13,9 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from reprokit.bench.documents import Document
 from reprokit.bench.timeline import StepBreakdown
-from reprokit.judge.intervals import Estimate, ratio_estimate, rate_estimate
+from reprokit.judge.speed import Estimate, rate_estimate, ratio_estimate
+from reprokit.records import Document
 from reprokit.run.tuning import Tuning
 
 
@@ -202,10 +202,12 @@ class Measured(Document):
     """What every benchmark's results open with: where its runs are, how long each ran, and the
     rules its figures follow."""
 
+    AGAIN: ClassVar[str] = "run the benchmark again with this kit to write it in this format"
+
     folder: str
     steps: int
     warmup_rule: str
-    method: str  # the estimator and its intervals, in words (reprokit.judge.intervals.METHOD)
+    method: str  # the estimator and its intervals, in words (reprokit.judge.speed.METHOD)
 
 
 @dataclass

@@ -25,18 +25,18 @@ from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
 from reprokit.errors import ClusterError
 from reprokit.judge.logs import parse_log, step_fields
-from reprokit.judge.speed import after_warmup, median_rate
+from reprokit.judge.speed import run_rate, step_rates
 from reprokit.judge.threads import dead_input_threads
 from reprokit.names import STANDALONE, log_path
 from reprokit.options import Options
+from reprokit.prepared import prepare
+from reprokit.programs import PROGRAMS
 from reprokit.run.backends import Backend
 from reprokit.run.cluster import CpuLayout, available_cpus, make_layout
 from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.roles import Instruments, RoleSpec
 from reprokit.run.runner import Outcome
 from reprokit.run.tuning import Tuning
-from reprokit.prepared import prepare
-from reprokit.programs import PROGRAMS
 from reprokit.settings import Settings
 from reprokit.sources.verify import run_checks
 
@@ -120,7 +120,7 @@ class Bench:
         """The run of ``role`` in ``folder``, from its log: its rate and the step rates behind it."""
         records = parse_log(log_path(folder, role), role)
         steps_logged = step_fields(records)
-        rate = median_rate(steps_logged)
+        rate = run_rate(steps_logged)
         first = next((r.logged_at for r in records if r.step is not None and r.logged_at), None)
         ready = outcome.timings.get("servers_reachable", outcome.timings.get(f"{role}_started", 0.0))
         after_ready = None if first is None else round(
@@ -129,7 +129,7 @@ class Bench:
                                                           if after_ready is not None else ""))
         last = steps_logged[-1] if steps_logged else None
         return BenchRun(mode, options.workers, options.program, folder.name, rate,
-                        [s.examples_per_sec for s in after_warmup(steps_logged)], dict(outcome.cpu_seconds),
+                        step_rates(steps_logged), dict(outcome.cpu_seconds),
                         dict(outcome.timings), after_ready,
                         None if last is None else LastLoss(last.step, last.loss),
                         sum(len(r) for r in dead_input_threads(records).values()), {}, dict(outcome.network))

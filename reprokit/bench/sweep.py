@@ -9,11 +9,16 @@ from __future__ import annotations
 
 import os
 
-from reprokit.bench.results import SweepPoint, SweepProgram, SweepResults, rate_of, speedup_of
+from reprokit.bench.results import (
+    SweepPoint,
+    SweepProgram,
+    SweepResults,
+    rate_of,
+    speedup_of,
+)
 from reprokit.bench.runs import Bench
 from reprokit.commands import Echo
-from reprokit.judge.intervals import METHOD
-from reprokit.judge.speed import WARMUP_RULE
+from reprokit.judge.speed import METHOD, WARMUP_RULE
 from reprokit.options import Options
 from reprokit.run.backends import Backend
 from reprokit.settings import Settings

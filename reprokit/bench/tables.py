@@ -12,9 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprokit.bench.network import bandwidth_name, busiest
-from reprokit.bench.results import CEILING_CPUS, NONE_CHANGE, BenchResults, Ceiling, NetworkResults, SweepResults
+from reprokit.bench.results import (
+    CEILING_CPUS,
+    NONE_CHANGE,
+    BenchResults,
+    Ceiling,
+    NetworkResults,
+    SweepResults,
+)
 from reprokit.figures import new_figure, write_figure
-from reprokit.judge.intervals import Estimate
+from reprokit.judge.speed import Estimate
 from reprokit.report.results import ArticleFigures
 
 if TYPE_CHECKING:

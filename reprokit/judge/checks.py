@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from reprokit.judge.logs import LogRecord, StepFields
 from reprokit.judge.rules import (
@@ -24,7 +26,39 @@ from reprokit.judge.rules import (
     TrendCheck,
     Value,
 )
-from reprokit.judge.verdict import Evidence, Summary, Verdict
+
+
+class Evidence(NamedTuple):
+    """A line that shows why; ``line`` is None when the evidence is a whole file searched."""
+
+    path: Path
+    line: int | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    rule: str
+    mode: str
+    passed: bool
+    message: str
+    evidence: list[Evidence]
+    severity: str = "error"
+
+
+@dataclass(frozen=True)
+class Summary:
+    """All verdicts folded: ``lines`` end with ``PASS`` or ``FAIL``; ``text`` joins them."""
+
+    passed: bool
+    checked: int
+    failed: list[str]
+    lines: list[str]
+    warned: list[str] = field(default_factory=list)  # warning rules that did not hold
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.lines)
 
 
 def check_logs(

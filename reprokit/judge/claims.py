@@ -25,11 +25,20 @@ from pathlib import Path
 from typing import NamedTuple, NoReturn
 
 from scipy import stats
-from statsmodels.stats.proportion import confint_proportions_2indep, proportion_confint, tost_proportions_2indep
+from statsmodels.stats.proportion import (
+    confint_proportions_2indep,
+    proportion_confint,
+    tost_proportions_2indep,
+)
 
 from reprokit.errors import KitError
 from reprokit.judge.datafile import load_section, vocabulary_hint
-from reprokit.judge.intervals import MIN_REPETITIONS_FOR_T, MIN_STEP_RATES, Estimate, t_quantile
+from reprokit.judge.speed import (
+    MIN_REPETITIONS_FOR_T,
+    MIN_STEP_RATES,
+    Estimate,
+    t_quantile,
+)
 
 SPEEDUP_STATUSES = ("REPRODUCED", "NOT REPRODUCED", "INCONCLUSIVE", "NOT JUDGED")
 LEARNING_STATUSES = ("SAME", "DIFFERENT", "INCONCLUSIVE")

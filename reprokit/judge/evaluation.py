@@ -20,11 +20,10 @@ from pathlib import Path
 
 from reprokit.commands import Echo, attempt, shown, silent
 from reprokit.errors import KitError
-from reprokit.judge.checks import check_logs
+from reprokit.judge.checks import Verdict, check_logs
 from reprokit.judge.claims import wilson
 from reprokit.judge.logs import parse_log
 from reprokit.judge.rules import Rule
-from reprokit.judge.verdict import Verdict
 
 EVAL_PROGRAM = "cifar10_eval.py"
 BATCH_SIZE = 128  # cifar10.py's --batch_size default: the eval counts whole batches of it

@@ -3,18 +3,35 @@ both modes' speed figures with their intervals."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit.errors import KitError
 from reprokit.judge import checks
 from reprokit.judge import rules as ruleslib
+from reprokit.judge.checks import Summary, Verdict
 from reprokit.judge.evaluation import eval_verdicts
 from reprokit.judge.logs import LogRecord, parse_log, step_fields
-from reprokit.judge.speedup import RunSpeed, run_speed
-from reprokit.judge.verdict import Judgement, Summary, Verdict
+from reprokit.judge.speed import RunSpeed, run_speed
 from reprokit.names import EVAL_RULES, eval_log, log_path, repetition_dir
-from reprokit.runs import RunInfo
 from reprokit.programs import program
+from reprokit.runs import RunInfo
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """A run's logs checked, every verdict with its evidence, and both modes' speed figures."""
+
+    verdicts: list[Verdict]
+    summary: Summary
+    records: dict[str, list[LogRecord]]
+    speed: RunSpeed | None
+    speed_error: str = ""
+
+    @property
+    def passed(self) -> bool:
+        compared = {"standalone", "cluster"} <= set(self.records)
+        return self.summary.passed and (self.speed is not None or not compared)
 
 
 def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Judgement:

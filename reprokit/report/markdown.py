@@ -6,9 +6,9 @@ from pathlib import Path
 
 from reprokit.files import write_text
 from reprokit.judge.claims import LEARNING_POWER
-from reprokit.judge.intervals import Estimate
+from reprokit.judge.speed import Estimate
 from reprokit.judge.threads import INPUT_THREADS_PER_TOWER
-from reprokit.names import PLOT, REPORT, eval_dir, train_dir
+from reprokit.names import PLOT, REPORT, RESULTS, eval_dir, train_dir
 from reprokit.report.plots import speed_plot
 from reprokit.report.results import RunResults
 from reprokit.runs import RunInfo
@@ -172,7 +172,7 @@ def markdown(run_dir: Path, info: RunInfo, results: RunResults, plot_name: str |
 
 def write_all(run_dir: Path, info: RunInfo, results: RunResults) -> list[Path]:
     """Write results.json, the plot and report.md, each whole; return the paths written."""
-    written = [results.save(run_dir)]
+    written = [results.write(run_dir)]
     png = speed_plot(results, run_dir / PLOT)
     if png:
         written.append(png)
@@ -182,4 +182,4 @@ def write_all(run_dir: Path, info: RunInfo, results: RunResults) -> list[Path]:
 
 def rerender(run_dir: Path) -> list[Path]:
     """`invoke report RUN`: the same report again from the run's results.json."""
-    return write_all(run_dir, RunInfo.load(run_dir), RunResults.load(run_dir))
+    return write_all(run_dir, RunInfo.load(run_dir), RunResults.load(run_dir / RESULTS))

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
+from typing import ClassVar
 
 from reprokit.data.prepare import DataResult
-from reprokit.errors import KitError
-from reprokit.files import write_json
 from reprokit.judge.claims import Claims, ClaimsError, ClaimVerdict
+from reprokit.judge.judgement import Judgement
 from reprokit.judge.logs import LogRecord, step_fields
-from reprokit.judge.speedup import RunSpeed
+from reprokit.judge.speed import RunSpeed
 from reprokit.judge.threads import dead_input_threads
-from reprokit.judge.verdict import Judgement
 from reprokit.names import RESULTS
-from reprokit.records import RecordError, from_json
+from reprokit.records import Document
 from reprokit.run.backends import Exposure
 from reprokit.run.runner import Outcome
 from reprokit.run.tuning import Tuning
@@ -27,11 +25,6 @@ from reprokit.settings import Settings
 from reprokit.sources.patches import read_series
 from reprokit.sources.upstream import read_checksums, sha256_file
 from reprokit.stages import StageRecord
-
-# 1: the untyped results.json of 0.1; 2: typed at the top only, speed without intervals;
-# 3: typed all the way down, every speed figure with its interval, the claim and learning verdicts.
-# 4: the verdict is the three-part headline, and `passed` says whether the run completed.
-FORMAT_VERSION = 4
 
 
 def package_version(*names: str) -> str | None:
@@ -157,13 +150,20 @@ def _steps(records: list[LogRecord]) -> list[StepRecord]:
 
 
 @dataclass
-class RunResults:
+class RunResults(Document):
     """results.json: what came out of a run, and the facts needed to trust or repeat it.
 
     ``verdict`` is the headline: the three verdicts (logs, claim, learning) in one line, after
     ``run FAILED;`` when the run did not complete. ``passed`` is about the run alone: it completed
     and its logs pass; a claim that does not reproduce is a finding, not a failed run.
     ``verdict_lines`` are the three-part verdict as printed."""
+
+    FILE: ClassVar[str] = RESULTS
+    # 1: the untyped results.json of 0.1; 2: typed at the top only, speed without intervals;
+    # 3: typed all the way down, every speed figure with its interval, the claim and learning verdicts.
+    # 4: the verdict is the three-part headline, and `passed` says whether the run completed.
+    FORMAT_VERSION: ClassVar[int] = 4
+    AGAIN: ClassVar[str] = "run the experiment again with this kit to get its report"
 
     verdict: str
     passed: bool
@@ -184,26 +184,8 @@ class RunResults:
     learning: ClaimVerdict | None = None
     verdict_lines: list[str] = field(default_factory=list)
     kit_fixes: dict[str, str] = field(default_factory=dict)  # what the kit mends in TensorFlow, and whether on
-    format_version: int = FORMAT_VERSION
+    format_version: int = field(default=FORMAT_VERSION, kw_only=True)
 
-    def save(self, run_dir: Path) -> Path:
-        return write_json(run_dir / RESULTS, asdict(self))
-
-    @classmethod
-    def load(cls, run_dir: Path) -> RunResults:
-        path = run_dir / RESULTS
-        if not path.is_file():
-            raise KitError(f"{path} is missing", "the run did not get to its report stage; run it again")
-        data = json.loads(path.read_text())
-        version = data.get("format_version", 1) if isinstance(data, dict) else None
-        if version != FORMAT_VERSION:
-            raise KitError(f"{path} is of format {version}; this kit reads format {FORMAT_VERSION}",
-                           "run the experiment again with this version of the kit to get a report")
-        try:
-            return from_json(cls, data)
-        except RecordError as error:
-            raise KitError(f"{path} does not fit results format {FORMAT_VERSION}: {error}",
-                           "run the experiment again with this version of the kit") from None
 
 
 def data_facts(data: DataResult | None) -> DataFacts | None:

@@ -22,8 +22,7 @@ from reprokit.run.cluster import SERVER_PORT, Cluster
 from reprokit.run.links import parse_link
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Watchdog
-from reprokit.run.supervised import Isolation, run_plan
-from reprokit.run.supervisor import Plan
+from reprokit.run.supervisor import Isolation, Plan, run_plan
 from reprokit.run.topology import BRIDGE_ADDRESS, PREFIX, SUBNET, host_addresses
 
 

@@ -19,8 +19,7 @@ from reprokit.run.backends import Exposure
 from reprokit.run.cluster import SERVER_PORT, Cluster, local_cluster, require_free_ports
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Watchdog
-from reprokit.run.supervised import Isolation, run_plan
-from reprokit.run.supervisor import Plan
+from reprokit.run.supervisor import Isolation, Plan, run_plan
 
 ISOLATION_MODES = ("auto", "netns", "none")
 ISOLATION_FIXES = (netns.NAMESPACE_FIXES + ", or pass --isolation none to run the servers on this machine's "

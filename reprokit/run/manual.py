@@ -23,8 +23,7 @@ from reprokit.run.backends import Exposure
 from reprokit.run.cluster import Cluster
 from reprokit.run.roles import RoleSpec, server_role
 from reprokit.run.runner import Outcome, Progress, Watchdog, signal_phrase
-from reprokit.run.supervised import Isolation, run_plan
-from reprokit.run.supervisor import Plan
+from reprokit.run.supervisor import Isolation, Plan, run_plan
 
 SERVE_WARNING = ("TensorFlow's gRPC server is unauthenticated and listens on every interface of this "
                  "machine: anyone who can reach {port} can run any op on it, file reads and writes included")

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reprokit.errors import KitError, PatchError
-from reprokit.sources import patches as patchlib
 from reprokit.programs import PROGRAMS
+from reprokit.sources import patches as patchlib
 
 # What a bug should do to learning per step, against a correct cluster of the same program.
 EFFECTS = {

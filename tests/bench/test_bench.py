@@ -13,13 +13,18 @@ from reprokit.bench.comparison import ROWS, run_bench
 from reprokit.bench.results import BenchResults, SweepResults
 from reprokit.bench.sweep import run_sweep
 from reprokit.bench.tables import plot_sweep, sweep_lines
-from reprokit.judge.intervals import METHOD, ratio_estimate
-from reprokit.judge.speed import WARMUP_RULE
+from reprokit.judge.speed import METHOD, WARMUP_RULE, ratio_estimate
 from reprokit.options import Options
 from reprokit.run.local import LocalBackend
 from reprokit.sources.workspace import expected_files
 from tests.support import REPO
-from tests.support.kit import KitInputs, article_figures, kit_options, kit_settings, kit_watchdog
+from tests.support.kit import (
+    KitInputs,
+    article_figures,
+    kit_options,
+    kit_settings,
+    kit_watchdog,
+)
 
 
 def test_the_ablation_builds_the_articles_trainer_with_each_change_alone(kit_inputs: KitInputs, tmp_path: Path) -> None:

@@ -8,11 +8,18 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.bench.comparison import ROWS, _extras, _repetition, ceiling_program, rows_for, standalone_runners
+from reprokit.bench.comparison import (
+    ROWS,
+    _extras,
+    _repetition,
+    ceiling_program,
+    rows_for,
+    standalone_runners,
+)
 from reprokit.bench.results import BenchRun
 from reprokit.bench.runs import CEILING_ROLES, ceiling_roles
-from reprokit.names import hostname
 from reprokit.errors import KitError
+from reprokit.names import hostname
 from reprokit.options import program_list, tuning_list
 from reprokit.run.local import LocalBackend
 from reprokit.run.request_ids import RequestIdFix

@@ -7,9 +7,16 @@ from pathlib import Path
 import pytest
 
 from reprokit.bench.network import bandwidth_name, busiest, predict
-from reprokit.bench.results import BenchRun, NetworkPoint, NetworkProgram, NetworkResults, rate_of, speedup_of
+from reprokit.bench.results import (
+    BenchRun,
+    NetworkPoint,
+    NetworkProgram,
+    NetworkResults,
+    rate_of,
+    speedup_of,
+)
 from reprokit.bench.tables import figure, network_lines, plot_network
-from reprokit.judge.intervals import Estimate
+from reprokit.judge.speed import Estimate
 from reprokit.run.tuning import PROFILES
 from tests.support.kit import article_figures
 

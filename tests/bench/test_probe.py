@@ -16,7 +16,7 @@ from reprokit.programs import PROGRAMS
 from reprokit.run.cluster import make_layout
 from reprokit.run.local import LocalBackend
 from reprokit.run.roles import Instruments
-from tests.support.kit import KitInputs, STEPS, kit_options, kit_watchdog
+from tests.support.kit import STEPS, KitInputs, kit_options, kit_watchdog
 from tests.support.processes import free_port
 
 PS = "/job:ps/replica:0/task:0/device:CPU:0"

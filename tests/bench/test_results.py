@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from statistics import median
 from pathlib import Path
+from statistics import median
 
 import pytest
 
 from reprokit.bench.comparison import ablation_rows, baseline, bench_rows, rows_for
-from reprokit.bench.documents import ResultsFormatError
+from reprokit.records import ResultsFormatError
 from reprokit.bench.results import (
     ALL_CHANGES,
     NONE_CHANGE,
@@ -21,7 +21,7 @@ from reprokit.bench.results import (
     SweepResults,
     ceiling_of,
 )
-from reprokit.judge.intervals import ratio_estimate, rate_estimate
+from reprokit.judge.speed import rate_estimate, ratio_estimate
 from tests.support import SAMPLES
 
 SAMPLE = SAMPLES / "bench" / "bench.json"

@@ -7,7 +7,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from reprokit.bench.comparison import bench_rows, rows_for
-from reprokit.bench.results import BenchResults, SweepPoint, SweepProgram, SweepResults, ceiling_of
+from reprokit.bench.results import (
+    BenchResults,
+    SweepPoint,
+    SweepProgram,
+    SweepResults,
+    ceiling_of,
+)
 from reprokit.bench.tables import (
     bench_bars,
     bench_lines,
@@ -19,7 +25,7 @@ from reprokit.bench.tables import (
     plot_sweep,
     sweep_lines,
 )
-from reprokit.judge.intervals import Estimate
+from reprokit.judge.speed import Estimate
 from tests.bench.test_results import TF2_REPS
 from tests.support import SAMPLES
 from tests.support.kit import article_figures

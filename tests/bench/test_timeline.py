@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import json
 
-from reprokit.bench.timeline import Op, Trace, _union_us, breakdown, device_time, is_input
+from reprokit.bench.timeline import (
+    Op,
+    Trace,
+    _union_us,
+    breakdown,
+    device_time,
+    is_input,
+)
 from tests.support import SAMPLES as ALL_SAMPLES
 
 SAMPLES = ALL_SAMPLES / "traces"

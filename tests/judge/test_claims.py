@@ -27,7 +27,7 @@ from reprokit.judge.claims import (
     three_part_lines,
     wilson,
 )
-from reprokit.judge.intervals import Estimate, ratio_estimate
+from reprokit.judge.speed import Estimate, ratio_estimate
 from reprokit.programs import PROGRAMS
 from tests.support import REPO, SAMPLES
 from tests.support.article import ARTICLE_CLUSTER_STEPS, ARTICLE_STANDALONE_STEPS

@@ -11,22 +11,21 @@ import pytest
 
 from reprokit.commands import run
 from reprokit.errors import KitError
+from reprokit.judge.checks import Summary, summarize
+from reprokit.judge.claims import ClaimsError, load_claims, wilson
 from reprokit.judge.evaluation import (
     EvalResult,
     NoCheckpointError,
     counted_examples,
     eval_argv,
-    evaluate,
     eval_verdicts,
+    evaluate,
     latest_checkpoint,
     parse_eval_log,
     require_checkpoint,
     step_of,
 )
-from reprokit.judge.checks import summarize
-from reprokit.judge.claims import ClaimsError, load_claims, wilson
 from reprokit.judge.rules import load_rules
-from reprokit.judge.verdict import Summary
 from reprokit.names import MODES
 from tests.support import REPO, SAMPLES
 from tests.support.kit import RECORDS, STEPS, KitInputs

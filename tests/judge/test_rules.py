@@ -6,10 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.judge.checks import check_logs, summarize
+from reprokit.judge.checks import Evidence, Verdict, check_logs, summarize
 from reprokit.judge.logs import LogRecord, parse_log
-from reprokit.judge.rules import Rule, RulesError, article_context, load_rules, run_context
-from reprokit.judge.verdict import Evidence, Verdict
+from reprokit.judge.rules import (
+    Rule,
+    RulesError,
+    article_context,
+    load_rules,
+    run_context,
+)
 from tests.support import REPO
 from tests.support import SAMPLES as ALL_SAMPLES
 

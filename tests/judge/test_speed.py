@@ -21,15 +21,15 @@ def article_steps(mode: str) -> list[StepFields]:
 
 def test_the_median_rate_of_the_article_logs_is_98_4_alone_and_170_8_on_the_cluster() -> None:
     """Dropping step 0 leaves steps 10..50; their medians are 98.4 and 170.8 examples/sec."""
-    assert 98.4 == speed.median_rate(article_steps("standalone"))
-    assert 170.8 == speed.median_rate(article_steps("cluster"))
+    assert pytest.approx(98.4) == speed.run_rate(article_steps("standalone"))
+    assert pytest.approx(170.8) == speed.run_rate(article_steps("cluster"))
 
 
 def test_the_medians_agree_with_the_articles_rounded_figures_in_claims_yaml() -> None:
     """The article's "about 98" and "about 170", as claims.yaml records them, are the medians rounded."""
     article = article_figures()
-    assert article.standalone_rate == round(speed.median_rate(article_steps("standalone")) or 0)
-    assert article.cluster_rate == round(speed.median_rate(article_steps("cluster")) or 0, -1)
+    assert article.standalone_rate == round(speed.run_rate(article_steps("standalone")) or 0)
+    assert article.cluster_rate == round(speed.run_rate(article_steps("cluster")) or 0, -1)
 
 
 def test_the_speedup_of_the_article_medians_rounds_to_its_1_74() -> None:
@@ -47,12 +47,12 @@ def test_warm_up_drops_the_lowest_step_even_when_steps_come_unsorted() -> None:
 
 def test_with_no_warm_up_step_0_counts_and_the_median_moves() -> None:
     """warmup_steps=0 keeps step 0's 12.8 examples/sec: the median of six is 98.35."""
-    assert 98.35 == pytest.approx(speed.median_rate(article_steps("standalone"), warmup_steps=0))
+    assert 98.35 == pytest.approx(speed.run_rate(article_steps("standalone"), warmup_steps=0))
 
 
 def test_a_log_with_only_step_0_has_no_rate() -> None:
     """Nothing remains after the warm-up, so there is no rate rather than a wrong one."""
-    assert speed.median_rate(article_steps("cluster")[:1]) is None
+    assert speed.run_rate(article_steps("cluster")[:1]) is None
 
 
 def test_efficiency_and_the_warm_up_refuse_impossible_inputs() -> None:

@@ -17,7 +17,7 @@ RUNS = SAMPLES / "runs"
 
 
 def sample(name: str) -> tuple[RunInfo, RunResults]:
-    return RunInfo.load(RUNS / name), RunResults.load(RUNS / name)
+    return RunInfo.load(RUNS / name), RunResults.load(RUNS / name / "results.json")
 
 
 def test_the_speed_table_puts_the_run_beside_the_article_each_figure_with_its_interval():

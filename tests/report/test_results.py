@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.errors import KitError
-from reprokit.report.results import FORMAT_VERSION, RunResults
+from reprokit.report.results import RunResults
 from reprokit.runs import RunInfo
 from tests.support import SAMPLES
 
@@ -23,13 +23,13 @@ def test_a_runs_options_are_read_from_run_json():
 
 
 def test_results_read_back_as_a_dataclass_of_this_format(tmp_path: Path):
-    results = RunResults.load(RUNS / "lesson-quick")
-    assert (FORMAT_VERSION, "logs PASS, claim REPRODUCED, learning SAME", True) == (results.format_version, results.verdict, results.passed)
+    results = RunResults.load(RUNS / "lesson-quick" / "results.json")
+    assert (RunResults.FORMAT_VERSION, "logs PASS, claim REPRODUCED, learning SAME", True) == (
+        results.format_version, results.verdict, results.passed)
     assert results.speed is not None and results.claim is not None
     assert (1.76, "REPRODUCED") == (round(results.speed.speedup.value, 2), results.claim.status)
     assert 0.890 == results.modes["cluster"].evaluation.precision
-    results.save(tmp_path)
-    assert results == RunResults.load(tmp_path)
+    assert results == RunResults.load(results.write(tmp_path))
 
 
 def test_results_of_another_format_are_refused_with_what_to_do(tmp_path: Path):
@@ -37,8 +37,9 @@ def test_results_of_another_format_are_refused_with_what_to_do(tmp_path: Path):
     data.pop("format_version")  # as the kit's first version wrote it
     (tmp_path / "results.json").write_text(json.dumps(data))
     with pytest.raises(KitError) as caught:
-        RunResults.load(tmp_path)
-    assert f"is of format 1; this kit reads format {FORMAT_VERSION}" in caught.value.message
+        RunResults.load(tmp_path / "results.json")
+    expected = f"results.json format version None; this kit reads version {RunResults.FORMAT_VERSION}"
+    assert expected in caught.value.message
     assert "run the experiment again" in caught.value.hint
 
 
@@ -46,8 +47,8 @@ def test_results_that_do_not_fit_the_format_are_refused_naming_the_field(tmp_pat
     data = json.loads((RUNS / "lesson-quick" / "results.json").read_text())
     data["speed"]["speedup"]["low"] = "low"
     (tmp_path / "results.json").write_text(json.dumps(data))
-    with pytest.raises(KitError, match=r"\$\.speed\.speedup\.low"):
-        RunResults.load(tmp_path)
+    with pytest.raises(KitError, match=r"speed\.speedup\.low: expected float"):
+        RunResults.load(tmp_path / "results.json")
 
 
 def test_a_folder_without_run_json_is_not_a_run(tmp_path: Path):

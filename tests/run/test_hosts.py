@@ -25,7 +25,7 @@ from reprokit.run.process import still_running
 from reprokit.run.roles import RoleSpec
 from tests.support import REPO
 from tests.support.cli import invoke
-from tests.support.kit import KitInputs, STEPS, kit_options, kit_settings, kit_watchdog
+from tests.support.kit import STEPS, KitInputs, kit_options, kit_settings, kit_watchdog
 from tests.support.processes import alive, log_has, our_processes, wait_for
 
 pytestmark = pytest.mark.usefixtures("no_leftover_processes")

@@ -23,8 +23,7 @@ from reprokit.run.local import LocalBackend, choose_isolation
 from reprokit.run.process import still_running
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome
-from reprokit.run.supervised import Isolation, run_plan
-from reprokit.run.supervisor import Plan
+from reprokit.run.supervisor import Isolation, Plan, run_plan
 from tests.support import REPO
 from tests.support.kit import FILLING_QUEUE, KitInputs, kit_watchdog, real_roles
 from tests.support.processes import (
@@ -45,7 +44,7 @@ needs_netns = pytest.mark.skipif(not ISOLATION, reason=f"no private network name
 STEP_LINE = "2026-12-02 15:37:16.462662: step {}, loss = 4.67 ({}.5 examples/sec; 0.170 sec/batch)"
 # The run_plan caller as a program of its own, so that it can be signalled like `invoke reproduce`.
 CALLER = ("import sys; from pathlib import Path\n"
-          "from reprokit.run.supervised import Isolation, run_plan\n"
+          "from reprokit.run.supervisor import Isolation, run_plan\n"
           "from reprokit.run.supervisor import Plan\n"
           "run_plan(Plan.from_json(Path(sys.argv[1]).read_text()), isolation=Isolation(False))")
 LISTENER = ("import os, socket, sys, time\n"

@@ -9,7 +9,12 @@ import pytest
 from reprokit.errors import KitError
 from reprokit.run.containers.mounts import RunInputs
 from reprokit.run.local import LocalBackend
-from reprokit.run.registry import BackendConfig, backend_config, build_backend, make_backend
+from reprokit.run.registry import (
+    BackendConfig,
+    backend_config,
+    build_backend,
+    make_backend,
+)
 from reprokit.settings import Settings, from_mapping
 from tests.support.kit import kit_watchdog, repo_config
 

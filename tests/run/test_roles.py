@@ -15,6 +15,7 @@ from reprokit.run.cluster import (
     make_layout,
     parse_cpu_overrides,
 )
+from reprokit.run.role_server import from_tf_config
 from reprokit.run.roles import (
     Instruments,
     RoleSpec,
@@ -27,7 +28,6 @@ from reprokit.run.roles import (
     server_role,
     standalone_role,
 )
-from reprokit.run.role_server import from_tf_config
 
 PY, SERVER, SOURCES = "/usr/bin/python3", "/kit/role_server.py", "/build/patched"
 CLIENT = Trainer(PY, SOURCES, "cifar10_cluster_train.py")

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from reprokit.errors import KitError, PatchError
+from reprokit.programs import PROGRAMS
 from reprokit.sources import series
 from reprokit.sources.mutants import EFFECTS, load_catalogue, mutant_of
-from reprokit.programs import PROGRAMS
 from tests.support import REPO
 
 MUTANTS = REPO / "mutants"

@@ -5,7 +5,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from reprokit.data.cifar_format import DEPTH, HEIGHT, LABEL_BYTES, RECORD_BYTES, TEST_FILE, WIDTH, BatchesInfo
+from reprokit.data.cifar_format import (
+    DEPTH,
+    HEIGHT,
+    LABEL_BYTES,
+    RECORD_BYTES,
+    TEST_FILE,
+    WIDTH,
+    BatchesInfo,
+)
 
 
 def decode_records(data: bytes) -> tuple[np.ndarray, np.ndarray]:

@@ -60,7 +60,7 @@ def kit_options(steps: int = STEPS, workers: int = 2, **changes: Any) -> Options
     generated data of RECORDS records, with ``changes``."""
     settings = from_mapping(repo_config(), root=REPO)
     asked = Request(steps=steps, workers=workers, source="synthetic").options(settings)
-    return replace(asked, synthetic_records=RECORDS, **changes)
+    return replace(asked, **{"synthetic_records": RECORDS, **changes})
 
 
 def kit_settings(runs_dir: Path, inputs: KitInputs) -> Settings:

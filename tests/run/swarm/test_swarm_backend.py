@@ -26,7 +26,7 @@ from reprokit.run.swarm.backend import SwarmBackend
 from reprokit.run.swarm.nodes import node_verdicts
 from reprokit.run.swarm.stack import STACK_LABEL, StackSpec
 from reprokit.settings import Settings
-from tests.support.kit import KitInputs, STEPS, kit_options, kit_settings, kit_watchdog
+from tests.support.kit import STEPS, KitInputs, kit_options, kit_settings, kit_watchdog
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.docker

@@ -1,4 +1,4 @@
-"""reprokit.judge.intervals: one estimator, one figure per set of runs, and its 95% interval."""
+"""reprokit.judge.speed: one estimator, one figure per set of runs, and its 95% interval."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from reprokit.judge import intervals
-from reprokit.judge.intervals import (
+from reprokit.judge import speed as intervals
+from reprokit.judge.speed import (
     Estimate,
-    IntervalError,
+    SpeedError,
     format_estimate,
     rate_estimate,
     ratio_estimate,
@@ -164,14 +164,14 @@ def test_runs_without_usable_step_rates_are_refused_naming_the_run(
     pairs: list[tuple[list[float], list[float]]], expected: str
 ) -> None:
     """An empty run or a stalled step has no rate to take a median or a logarithm of."""
-    with pytest.raises(IntervalError) as caught:
+    with pytest.raises(SpeedError) as caught:
         ratio_estimate(pairs)
     assert expected in caught.value.message
 
 
 def test_a_rate_needs_a_run() -> None:
     """No runs, no rate."""
-    with pytest.raises(IntervalError, match="at least one run"):
+    with pytest.raises(SpeedError, match="at least one run"):
         rate_estimate([])
 
 

@@ -1,13 +1,12 @@
-"""reprokit.judge.speedup: a run's rates and speed-up, each with its interval, by the one estimator."""
+"""reprokit.judge.speed: a run's rates and speed-up, each with its interval, by the one estimator."""
 
 from __future__ import annotations
 
 import pytest
 
-from reprokit.judge import speedup
-from reprokit.judge.intervals import ratio_estimate
+from reprokit.judge import speed as speedup
 from reprokit.judge.logs import parse_log, step_fields
-from reprokit.judge.speed import SpeedError
+from reprokit.judge.speed import SpeedError, ratio_estimate
 from tests.support import REPO, SAMPLES
 from tests.support.article import ARTICLE_CLUSTER_STEPS, ARTICLE_STANDALONE_STEPS
 
