@@ -51,7 +51,7 @@ def test_a_run_that_is_not_there_is_an_error_naming_where_it_looked(runs):
 
 def finished(run_dir: Path, exposure: Exposure | None, error: str = "") -> Reproduction:
     """The sample run as a reproduction ends: judged again from its logs, with its results."""
-    results = RunResults.load(run_dir)
+    results = RunResults.load(run_dir / "results.json")
     return Reproduction(run_dir, RunInfo.load(run_dir), [], judgement=judge_run(run_dir, RULES), results=results,
                         error=error, exposure=exposure, claim=results.claim, learning=results.learning,
                         verdict_lines=results.verdict_lines)
