@@ -1,8 +1,8 @@
 """Tables and plots of `invoke bench` and `invoke sweep` results, each figure with its 95% interval.
 
-A figure prints as `1.34x (1.21-1.49)`; a line above each table says what the brackets are (the
-95% interval, n, the method in short, the step rates behind it). Plots draw the same intervals
-as error bars.
+A figure prints as `1.34x (1.21-1.49)` (judge.speed's format_estimate, brief); a line above each
+table says what the brackets are (the 95% interval, n, the method in short, the step rates behind
+it). Plots draw the same intervals as error bars.
 """
 
 from __future__ import annotations
@@ -21,44 +21,13 @@ from reprokit.bench.results import (
     SweepResults,
 )
 from reprokit.figures import new_figure, write_figure
-from reprokit.judge.speed import Estimate
+from reprokit.judge.speed import Estimate, format_estimate, format_number, format_share
 from reprokit.report.results import ArticleFigures
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 COLOURS = ("tab:orange", "tab:green", "tab:purple")
-
-
-def _f(value: float | None, fmt: str = "{:.1f}") -> str:
-    return "n/a" if value is None else fmt.format(value)
-
-
-def _x(value: float | None) -> str:
-    return _f(value, "{:.2f}x")
-
-
-def _pct(value: float | None) -> str:
-    return _f(None if value is None else 100 * value, "{:.1f}%")
-
-
-def figure(estimate: Estimate | None, suffix: str = "x", digits: int = 2) -> str:
-    """``1.34x (1.21-1.49)``: the figure and its 95% interval; ``n/a`` without one."""
-    if estimate is None:
-        return "n/a"
-    return f"{estimate.value:.{digits}f}{suffix} ({estimate.low:.{digits}f}-{estimate.high:.{digits}f})"
-
-
-def rate(estimate: Estimate | None) -> str:
-    return figure(estimate, "", 1)
-
-
-def gain(estimate: Estimate | None) -> str:
-    """A ratio as a change: ``+12% (+5% to +20%)``."""
-    if estimate is None:
-        return "n/a"
-    return (f"{100 * (estimate.value - 1):+.0f}% ({100 * (estimate.low - 1):+.0f}% to "
-            f"{100 * (estimate.high - 1):+.0f}%)")
 
 
 def interval_line(estimates: Iterable[Estimate | None], what: str) -> str:
@@ -97,28 +66,32 @@ def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
              + (" share of ceiling |" if ceiling else ""),
              "| --- | ---: | ---: | ---: | ---: | --- |" + (" ---: |" if ceiling else "")]
     for row in r.rows:
-        lines.append(f"| {row.name} | {rate(row.standalone_rate)} | {rate(row.cluster_rate)} | "
-                     f"{figure(row.speedup)} | {_pct(row.efficiency)} | "
-                     f"{', '.join(_x(s) for s in row.per_repetition)} |"
-                     + (f" {_pct(row.share_of_ceiling)} |" if ceiling else ""))
+        lines.append(f"| {row.name} | {format_estimate(row.standalone_rate, '', 1, brief=True)} | "
+                     f"{format_estimate(row.cluster_rate, '', 1, brief=True)} | "
+                     f"{format_estimate(row.speedup, brief=True)} | {format_share(row.efficiency)} | "
+                     f"{', '.join(format_number(s, 2, 'x') for s in row.per_repetition)} |"
+                     + (f" {format_share(row.share_of_ceiling)} |" if ceiling else ""))
     if ceiling:
         efficiency = ceiling.speedup.value / CEILING_CPUS if ceiling.speedup else None
-        lines.append(f"| {ceiling_name(ceiling)} | {rate(ceiling.standalone_rate)} | {rate(ceiling.two_cpus_rate)} | "
-                     f"{figure(ceiling.speedup)} | {_pct(efficiency)} | "
-                     f"{', '.join(_x(s) for s in ceiling.per_repetition)} | 100.0% |")
+        lines.append(f"| {ceiling_name(ceiling)} | {format_estimate(ceiling.standalone_rate, '', 1, brief=True)} | "
+                     f"{format_estimate(ceiling.two_cpus_rate, '', 1, brief=True)} | "
+                     f"{format_estimate(ceiling.speedup, brief=True)} | {format_share(efficiency)} | "
+                     f"{', '.join(format_number(s, 2, 'x') for s in ceiling.per_repetition)} | 100.0% |")
     lines.append(f"| the article (2017) | {article.standalone_rate:.0f} | {article.cluster_rate:.0f} | "
                  f"{article.speedup:.2f}x | {100 * article.speedup / article.workers:.1f}% | |"
                  + (" |" if ceiling else ""))
     if r.baseline:
         base = r.baseline
-        lines += ["", f"the lesson's baseline: its standalone runs at {figure(base.ratio)} of the article's "
-                  f"(per repetition {', '.join(_x(v) for v in base.per_repetition)}; the floor is "
-                  f"{base.floor:.2f}x): {'fair' if base.ok else 'TOO WEAK: its speed-up is not fair'}"]
+        per_repetition = ", ".join(format_number(v, 2, "x") for v in base.per_repetition)
+        lines += ["", f"the lesson's baseline: its standalone runs at {format_estimate(base.ratio, brief=True)} of the "
+                  f"article's (per repetition {per_repetition}; the floor is {base.floor:.2f}x): "
+                  f"{'fair' if base.ok else 'TOO WEAK: its speed-up is not fair'}"]
     target = r.target
     if target.lesson_speedup is not None:
         gap = target.speedup - target.lesson_speedup.value
         lines.append(f"target: {target.speedup:.2f}x on {r.workers} workers; the lesson reaches "
-                     f"{figure(target.lesson_speedup)}" + ("" if target.met else f", {gap:.2f}x short"))
+                     f"{format_estimate(target.lesson_speedup, brief=True)}"
+                     + ("" if target.met else f", {gap:.2f}x short"))
     if r.ablation:
         when = "in every repetition" if r.variants_each_repetition else "once, beside the last repetition"
         lines += ["", "ablation: the article's cluster trainer with each change of the lesson alone (run "
@@ -126,12 +99,13 @@ def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
                   "first and last rows are the table's article and lesson rows",
                   interval_line([a.speedup for a in r.ablation], "ablation"), "",
                   "| change | cluster ex/s | speed-up | gain |", "| --- | ---: | ---: | ---: |"]
-        lines += [f"| {a.change} | {rate(a.cluster_rate)} | {figure(a.speedup)} | "
-                  f"{'reference' if a.change == NONE_CHANGE else gain(a.gain)} |"
-                  for a in r.ablation]
+        for a in r.ablation:
+            gain = "reference" if a.change == NONE_CHANGE else format_estimate(a.gain, "%", 0, brief=True, change=True)
+            lines.append(f"| {a.change} | {format_estimate(a.cluster_rate, '', 1, brief=True)} | "
+                         f"{format_estimate(a.speedup, brief=True)} | {gain} |")
     bound = r.input_free_bound
-    lines += ["", f"input-free bound of one core: {rate(bound.rate)} ex/s (one run); the article's standalone "
-              f"reaches {_pct(bound.standalone_share)} of it"]
+    lines += ["", f"input-free bound of one core: {format_estimate(bound.rate, '', 1, brief=True)} ex/s (one run); "
+              f"the article's standalone reaches {format_share(bound.standalone_share)} of it"]
     for name, b in r.breakdown.items():
         lines += ["", f"one traced {name} step: {b.wall_ms} ms wall"]
         lines += [f"  {part:<26} {ms:8.1f} ms  {100 * share:5.1f}%" for part, ms, share in b.rows()]
@@ -148,7 +122,7 @@ def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
                      + f" (of {share.cpus} usable)")
     if r.loss:
         lines += ["", f"{r.loss.steps}-step clusters: " + "; ".join(
-            f"{program} program step {v.step} loss {_f(v.loss, '{:.2f}')}, dead input threads "
+            f"{program} program step {v.step} loss {format_number(v.loss, 2)}, dead input threads "
             f"{v.dead_input_threads}" for program, v in r.loss.programs.items())]
     o = r.overheads
     lines += ["", f"kit overheads: verify + apply {o.verify_and_apply_s} s; cluster ready -> first logged step "
@@ -212,7 +186,8 @@ def plot_bench(r: BenchResults, path: Path, article: ArticleFigures) -> Path:
 
 def _program_head(program: str, standalone: Estimate | None, header: str, rule: str) -> list[str]:
     """A program's table in a sweep opens with its standalone rate, the baseline of its speed-ups."""
-    return ["", f"{program}: standalone (1 CPU) {rate(standalone)} ex/s", "", header, rule]
+    return ["", f"{program}: standalone (1 CPU) {format_estimate(standalone, '', 1, brief=True)} ex/s", "", header,
+            rule]
 
 
 def sweep_lines(r: SweepResults) -> list[str]:
@@ -224,7 +199,8 @@ def sweep_lines(r: SweepResults) -> list[str]:
                                "| ---: | ---: | ---: | ---: | --- |")
         for p in data.points:
             note = f"oversubscribed: {p.workers} workers on {r.cpus} CPUs" if p.oversubscribed else ""
-            lines.append(f"| {p.workers} | {rate(p.rate)} | {figure(p.speedup)} | {p.workers}.00x | {note} |")
+            lines.append(f"| {p.workers} | {format_estimate(p.rate, '', 1, brief=True)} | "
+                         f"{format_estimate(p.speedup, brief=True)} | {p.workers}.00x | {note} |")
     return lines
 
 
@@ -249,7 +225,7 @@ def plot_sweep(r: SweepResults, path: Path, article: ArticleFigures) -> Path:
     return write_figure(fig, path)
 
 
-def network_lines(r: NetworkResults) -> list[str]:
+def network_sweep_lines(r: NetworkResults) -> list[str]:
     lines = [f"{r.workers} workers on simulated hosts; rule: {r.warmup_rule}",
              interval_line([p.speedup for data in r.programs.values() for p in data.points],
                            "speed-ups (each link's cluster / its program's standalone)")]
@@ -260,7 +236,8 @@ def network_lines(r: NetworkResults) -> list[str]:
                                "| --- | ---: | ---: | ---: | --- |")
         for p in data.points:
             load = busiest(p.cluster.network)
-            lines.append(f"| {p.link} | {rate(p.rate)} | {figure(p.speedup)} | {_f(pred.points.get(p.link))} | "
+            lines.append(f"| {p.link} | {format_estimate(p.rate, '', 1, brief=True)} | "
+                         f"{format_estimate(p.speedup, brief=True)} | {format_number(pred.points.get(p.link), 1)} | "
                          + (f"{load[0]}: {load[1] / 1e6:.2f}" if load else "n/a") + " |")
         if pred.why_not:
             lines.append(f"prediction: {pred.why_not}")

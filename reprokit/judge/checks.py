@@ -1,7 +1,8 @@
 """Check parsed log records against the rules of reprokit.judge.rules; fold verdicts into PASS/FAIL.
 
 Every rule checked yields one Verdict, passing or not, and every failure carries its evidence
-(file, line number, text).
+(file, line number, text). results.json keeps the verdicts as they are, with MAX_EVIDENCE lines
+of evidence each.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 from reprokit.judge.logs import LogRecord, StepFields
 from reprokit.judge.rules import (
@@ -27,8 +27,13 @@ from reprokit.judge.rules import (
     Value,
 )
 
+# The evidence lines a verdict shows, in the summary and in results.json: enough to see why,
+# not a whole log.
+MAX_EVIDENCE = 10
 
-class Evidence(NamedTuple):
+
+@dataclass(frozen=True)
+class Evidence:
     """A line that shows why; ``line`` is None when the evidence is a whole file searched."""
 
     path: Path
@@ -38,12 +43,14 @@ class Evidence(NamedTuple):
 
 @dataclass(frozen=True)
 class Verdict:
+    """One rule checked on one mode's records; ``severity`` is the rule's."""
+
     rule: str
     mode: str
     passed: bool
+    severity: str
     message: str
     evidence: list[Evidence]
-    severity: str = "error"
 
 
 @dataclass(frozen=True)
@@ -87,7 +94,7 @@ def check_logs(
             and (not rule.programs or program in rule.programs)]
 
 
-def summarize(verdicts: Sequence[Verdict], max_evidence: int = 10) -> Summary:
+def summarize(verdicts: Sequence[Verdict]) -> Summary:
     """One line per verdict with each failure's evidence under it, counts, then PASS or FAIL.
 
     No verdict at all is a FAIL: a check that checked nothing has shown nothing. A warning
@@ -98,10 +105,10 @@ def summarize(verdicts: Sequence[Verdict], max_evidence: int = 10) -> Summary:
         word = "PASS" if v.passed else ("WARN" if v.severity == "warning" else "FAIL")
         lines.append(f"{word} {v.rule} [{v.mode}]: {v.message}")
         if not v.passed:
-            for e in v.evidence[:max_evidence]:
+            for e in v.evidence[:MAX_EVIDENCE]:
                 lines.append(f"    {e.path}{'' if e.line is None else f':{e.line}'}: {e.text}")
-            if len(v.evidence) > max_evidence:
-                lines.append(f"    ... and {len(v.evidence) - max_evidence} more")
+            if len(v.evidence) > MAX_EVIDENCE:
+                lines.append(f"    ... and {len(v.evidence) - MAX_EVIDENCE} more")
     failed = [v.rule for v in verdicts if not v.passed and v.severity != "warning"]
     warned = [v.rule for v in verdicts if not v.passed and v.severity == "warning"]
     lines.append(f"{len(verdicts)} rules checked, {len(failed)} failed"
@@ -146,7 +153,8 @@ class _Checker:
             outcome = self.compare(c)
         else:
             outcome = self.trend(c)
-        return Verdict(self.rule.name, self.mode, *outcome, severity=self.rule.severity)
+        passed, message, evidence = outcome
+        return Verdict(self.rule.name, self.mode, passed, self.rule.severity, message, evidence)
 
     def resolve(self, value: Value, key: str) -> int:
         if isinstance(value, int):

@@ -22,7 +22,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, NoReturn
+from typing import TYPE_CHECKING, NamedTuple, NoReturn
 
 from scipy import stats
 from statsmodels.stats.proportion import (
@@ -37,8 +37,12 @@ from reprokit.judge.speed import (
     MIN_REPETITIONS_FOR_T,
     MIN_STEP_RATES,
     Estimate,
+    format_estimate,
     t_quantile,
 )
+
+if TYPE_CHECKING:  # evaluation.py reads its interval from here
+    from reprokit.judge.evaluation import Evaluation
 
 SPEEDUP_STATUSES = ("REPRODUCED", "NOT REPRODUCED", "INCONCLUSIVE", "NOT JUDGED")
 LEARNING_STATUSES = ("SAME", "DIFFERENT", "INCONCLUSIVE")
@@ -103,29 +107,6 @@ class ClaimVerdict:
     status: str
     line: str
     reason: str
-
-
-@dataclass(frozen=True)
-class Precision:
-    """One mode's evaluation: precision @ 1 = correct / counted on the test set, of the
-    checkpoint of ``step`` (0-based: step + 1 steps trained), which showed the model
-    ``examples_seen`` examples ((step + 1) x 128 x towers)."""
-
-    precision: float
-    correct: int
-    counted: int
-    step: int
-    examples_seen: int
-
-    def __post_init__(self) -> None:
-        if self.counted < 1 or not 0 <= self.correct <= self.counted:
-            raise ClaimsError(f"an evaluation needs 0 <= correct <= counted and counted >= 1; "
-                              f"got correct={self.correct}, counted={self.counted}")
-        # cifar10_eval prints the precision with 3 decimals: allow that rounding, nothing more.
-        if abs(self.precision - self.correct / self.counted) > 0.0005 + 1e-9:
-            raise ClaimsError(f"precision {self.precision} is not correct / counted = "
-                              f"{self.correct}/{self.counted} = {self.correct / self.counted:.4f}",
-                              "build the Precision from the evaluation's own counts")
 
 
 class Interval(NamedTuple):
@@ -311,14 +292,14 @@ def judge_speedup(claim: SpeedupClaim | None, estimate: Estimate | None, *, prog
     without a figure resting on enough steps. With fewer than MIN_REPETITIONS_FOR_T repetitions
     the interval judged is the bootstrap of steps widened by the run-to-run ``drift``."""
     if claim is None:
-        figure = f"speed-up {estimate.text()}" if estimate else "speed-up not measured"
+        figure = f"speed-up {format_estimate(estimate)}" if estimate else "speed-up not measured"
         return ClaimVerdict("speedup", "NOT JUDGED", f"NOT JUDGED  {figure} of the {program} program on {workers} "
                             f"worker{'s' if workers != 1 else ''}",
                             f"no claim in claims.yaml is about the {program} program")
     article = f"vs the {_source(claim)} {claim.value:.2f}x on {claim.workers} workers " \
               f"(band {claim.lower:.2f}-{claim.upper:.2f})"
     if workers != claim.workers:
-        figure = f"speed-up {estimate.text()}" if estimate else "speed-up not measured"
+        figure = f"speed-up {format_estimate(estimate)}" if estimate else "speed-up not measured"
         return ClaimVerdict("speedup", "NOT JUDGED", f"NOT JUDGED  {figure} on {workers} workers; the {program} "
                             f"claim is {claim.value:.2f}x on {claim.workers}",
                             f"the claim is about {claim.workers} workers and this run had {workers}: "
@@ -386,16 +367,16 @@ def settle_text(estimate: Estimate, drift: float, bounds: Sequence[float]) -> st
     return f"about {n} repetitions would settle it (`invoke reproduce --repetitions {n}`)"
 
 
-def judge_learning(claim: LearningClaim, standalone: Precision | None, cluster: Precision | None,
+def judge_learning(claim: LearningClaim, standalone: Evaluation | None, cluster: Evaluation | None,
                    course: Sequence[LossWindow] = ()) -> ClaimVerdict:
     """SAME when TOST puts the precision difference within +/-margin, every window of the loss
     course within +/-loss_margin, and both modes beat chance; DIFFERENT when a 95% interval lies
     wholly outside its margin, or one mode beats chance and the other does not; INCONCLUSIVE
-    otherwise, or when a mode has no evaluation."""
+    otherwise, or when a mode has no evaluation with a precision (none, or one that failed)."""
     modes = {"standalone": standalone, "cluster": cluster}
-    absent = [name for name, p in modes.items() if p is None]
-    if standalone is None or cluster is None:
-        shown = "; ".join(f"{name} {_precision_text(p)}" for name, p in modes.items() if p is not None)
+    absent = [name for name, e in modes.items() if e is None or not e.ok]
+    if standalone is None or cluster is None or absent:
+        shown = "; ".join(f"{name} {_precision_text(e)}" for name, e in modes.items() if name not in absent and e)
         line = f"INCONCLUSIVE  precision @ 1 not evaluated for the {' and the '.join(absent)}" \
                + (f" ({shown})" if shown else "")
         return ClaimVerdict("learning", "INCONCLUSIVE", line,
@@ -434,6 +415,7 @@ def judge_learning(claim: LearningClaim, standalone: Precision | None, cluster: 
         status = "INCONCLUSIVE"
         reason = (f"the cluster's loss over steps {w.first}-{w.last} is {w.ratio:.2f}x the standalone's "
                   f"(95% CI {w.low:.2f}-{w.high:.2f}), not shown within +/-{claim.loss_margin:.0%}")
+    assert cluster.step is not None  # cluster.ok says so
     per_step = f" (a cluster step has {cluster.examples_seen // (cluster.step + 1)} examples)"
     gap = cluster.correct / cluster.counted - standalone.correct / standalone.counted
     losses = ", ".join(f"{w.ratio:.2f}x" for w in course)
@@ -444,9 +426,9 @@ def judge_learning(claim: LearningClaim, standalone: Precision | None, cluster: 
     return ClaimVerdict("learning", status, line, reason)
 
 
-def _precision_text(p: Precision) -> str:
-    low, high = wilson(p.correct, p.counted)
-    return f"{p.precision:.3f} (95% CI {low:.3f}-{high:.3f}) after {p.examples_seen:,} examples"
+def _precision_text(e: Evaluation) -> str:
+    low, high = wilson(e.correct, e.counted)
+    return f"{e.precision:.3f} (95% CI {low:.3f}-{high:.3f}) after {e.examples_seen:,} examples"
 
 
 # What the learning verdict can and cannot see: the report says it under the verdict.

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reprokit.commands import Echo, attempt, shown, silent
 from reprokit.errors import KitError
 from reprokit.judge.checks import Verdict, check_logs
-from reprokit.judge.claims import wilson
+from reprokit.judge.claims import ClaimsError, wilson
 from reprokit.judge.logs import parse_log
 from reprokit.judge.rules import Rule
 
@@ -50,27 +50,44 @@ class NoCheckpointError(EvalError):
 
 
 @dataclass(frozen=True)
-class EvalResult:
-    """One evaluation of one mode's checkpoint: precision @ 1 with its 95% Wilson interval.
+class Evaluation:
+    """One evaluation of one mode's checkpoint, as results.json keeps it and the learning verdict
+    judges it: precision @ 1 = correct / counted on the test set, with its 95% Wilson interval, of
+    the checkpoint of ``step`` (0-based: step + 1 steps trained), which showed the model
+    ``examples_seen`` examples ((step + 1) x 128 x towers).
 
     ``correct`` is recovered from the printed three-decimal precision, so it is exact to within
     ``counted / 2000`` examples. ``error`` is empty when the log holds a precision; otherwise it
-    says what went wrong and the numbers are None.
+    says what went wrong, the precision and its interval are None and ``correct`` is 0.
     """
 
-    mode: str
     step: int | None
     precision: float | None
-    correct: int | None
+    correct: int
     counted: int
     low: float | None
     high: float | None
+    examples_seen: int
     log: Path
     error: str = ""
 
+    def __post_init__(self) -> None:
+        # Numbers that contradict each other are a wiring bug: refused before a verdict rests on them.
+        if self.precision is None:
+            return
+        if self.counted < 1 or not 0 <= self.correct <= self.counted:
+            raise ClaimsError(f"an evaluation needs 0 <= correct <= counted and counted >= 1; "
+                              f"got correct={self.correct}, counted={self.counted}")
+        # cifar10_eval prints the precision with 3 decimals: allow that rounding, nothing more.
+        if abs(self.precision - self.correct / self.counted) > 0.0005 + 1e-9:
+            raise ClaimsError(f"precision {self.precision} is not correct / counted = "
+                              f"{self.correct}/{self.counted} = {self.correct / self.counted:.4f}",
+                              "build the Evaluation from the eval log's own counts")
+
     @property
     def ok(self) -> bool:
-        return not self.error and self.precision is not None
+        """A precision to judge: read without error, of a checkpoint whose step is known."""
+        return not self.error and self.precision is not None and self.step is not None
 
 
 def eval_argv(python: str, sources: Path, checkpoint_dir: Path, eval_dir: Path, data_dir: Path,
@@ -118,9 +135,10 @@ def require_checkpoint(checkpoint_dir: Path) -> str:
     return path
 
 
-def parse_eval_log(text: str, num_examples: int, *, mode: str, log: Path,
-                   checkpoint: str | None = None) -> EvalResult:
-    """Read an eval log's text into a result; the last precision line counts.
+def parse_eval_log(text: str, num_examples: int, *, towers: int, log: Path,
+                   checkpoint: str | None = None) -> Evaluation:
+    """Read an eval log's text into an evaluation; the last precision line counts. ``towers``:
+    the batches a step of the evaluated trainer took (its workers, one alone).
 
     The step comes from the checkpoint the log says it restored, else from ``checkpoint`` (the
     path the checkpoint state file names), else it is None."""
@@ -128,19 +146,20 @@ def parse_eval_log(text: str, num_examples: int, *, mode: str, log: Path,
     restored = [m["path"] for m in _RESTORING.finditer(text)]
     source = restored[-1] if restored else checkpoint
     step = step_of(source) if source else None
+    seen = 0 if step is None else (step + 1) * BATCH_SIZE * towers
     lines = text.splitlines()
     found = [m for m in map(_PRECISION.match, lines) if m]
     if not found:
         reason = (f"the eval program found no checkpoint ('{_NO_CHECKPOINT}')" if _NO_CHECKPOINT in text
                   else "the eval log has no 'precision @ 1 = ' line in the tutorial's format")
-        return EvalResult(mode, step, None, None, counted, None, None, log, f"{reason}; see {log}")
+        return Evaluation(step, None, 0, counted, None, None, seen, log, f"{reason}; see {log}")
     precision = float(found[-1]["precision"])
     if not 0.0 <= precision <= 1.0:
-        return EvalResult(mode, step, None, None, counted, None, None, log,
+        return Evaluation(step, None, 0, counted, None, None, seen, log,
                           f"precision {precision} is not a proportion; see {log}")
     correct = round(precision * counted)
     low, high = wilson(correct, counted)
-    return EvalResult(mode, step, precision, correct, counted, low, high, log)
+    return Evaluation(step, precision, correct, counted, low, high, seen, log)
 
 
 def eval_verdicts(log: Path, mode: str, rules: list[Rule], program: str) -> list[Verdict]:
@@ -150,10 +169,11 @@ def eval_verdicts(log: Path, mode: str, rules: list[Rule], program: str) -> list
 
 
 def evaluate(python: str, sources: Path, checkpoint_dir: Path, eval_dir: Path, data_dir: Path,
-             num_examples: int, log: Path, echo: Echo = silent, *, mode: str = "standalone",
-             timeout: float | None = None) -> EvalResult:
+             num_examples: int, log: Path, echo: Echo = silent, *, towers: int,
+             timeout: float | None = None) -> Evaluation:
     """Run the eval program once on the newest checkpoint in ``checkpoint_dir``; its output (stdout
-    and stderr, as the program printed them) goes to ``log``, and the result is read back from it.
+    and stderr, as the program printed them) goes to ``log``, and the evaluation is read back from
+    it (``towers`` as :func:`parse_eval_log` takes it).
 
     Raises NoCheckpointError before running anything when there is no checkpoint. A program that
     fails, or prints no precision, gives a result whose ``error`` says so, with its exit code."""
@@ -162,9 +182,9 @@ def evaluate(python: str, sources: Path, checkpoint_dir: Path, eval_dir: Path, d
     code, output = attempt(argv, echo=echo, timeout=timeout)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text(output, encoding="utf-8")
-    result = parse_eval_log(output, num_examples, mode=mode, log=log, checkpoint=checkpoint)
+    result = parse_eval_log(output, num_examples, towers=towers, log=log, checkpoint=checkpoint)
     if code != 0:
         tail = "; ".join(output.strip().splitlines()[-3:])
         problem = f"{shown(argv)} exited with code {code} (last lines: {tail}); see {log}"
-        return EvalResult(mode, result.step, None, None, result.counted, None, None, log, problem)
+        return replace(result, precision=None, correct=0, low=None, high=None, error=problem)
     return result

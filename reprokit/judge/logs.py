@@ -35,7 +35,7 @@ _PREFIX = re.compile(r"^(?P<at>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?
 # numeric rules, not the parser, say what is wrong with them.
 _NUMBER = r"[-+]?(?:\d+(?:\.\d+)?|nan|inf)"
 _STEP = re.compile(
-    r"^(?:(?P<ts>\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?): )?"
+    r"^(?:\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,6})?: )?"
     rf"step (?P<step>\d+), loss = (?P<loss>{_NUMBER}) "
     rf"\((?P<eps>{_NUMBER}) examples/sec; (?P<spb>{_NUMBER}) sec/batch\)\s*$"
 )
@@ -50,9 +50,11 @@ class LogError(KitError):
 
 @dataclass(frozen=True)
 class StepFields:
-    """The numbers of one step report; ``timestamp`` is None when the line carries none."""
+    """The numbers of one step report, as the rules read them and results.json keeps them.
 
-    timestamp: datetime | None
+    The trainer's own datetime on the line is not among them: the rules judge it in the text.
+    """
+
     step: int
     loss: float
     examples_per_sec: float
@@ -91,7 +93,6 @@ def parse_line(text: str) -> tuple[Kind, StepFields | None, str, datetime | None
     match = _STEP.match(text)
     if match:
         fields = StepFields(
-            timestamp=datetime.fromisoformat(match["ts"]) if match["ts"] else None,
             step=int(match["step"]),
             loss=float(match["loss"]),
             examples_per_sec=float(match["eps"]),

@@ -1,5 +1,6 @@
 """Training speed: the warm-up rule, the one estimator behind every speed figure with its 95%
-interval, and a run's figures (both rates, the speed-up, the efficiency per worker).
+interval, a run's figures (both rates, the speed-up, the efficiency per worker), and the one way
+every table, report and verdict writes a figure.
 
 Each step report's ``examples/sec`` is one step's rate (upstream: batch size x towers divided by
 that single ``sess.run``'s wall time), not an average. Step 0's run also builds the graph's
@@ -108,22 +109,6 @@ class Estimate:
     def enough(self) -> bool:
         """Every run behind the figure has at least MIN_STEP_RATES step rates."""
         return self.fewest >= MIN_STEP_RATES
-
-    def text(self, suffix: str = "x", digits: int = 2, show_samples: bool = False) -> str:
-        """``1.34x (95% CI 1.21-1.49, n=3)``; see :func:`format_estimate`."""
-        return format_estimate(self, suffix, digits, show_samples)
-
-
-def format_estimate(estimate: Estimate, suffix: str = "x", digits: int = 2, show_samples: bool = False) -> str:
-    """The figure, its interval and its n: ``1.34x (95% CI 1.21-1.49, n=3)``.
-
-    ``suffix`` follows each number as written: ``"x"`` for a speed-up, ``" examples/sec"`` for a
-    rate (``98.0 examples/sec (95% CI 97.2-98.6, n=1)``, with ``digits=1``). ``show_samples``
-    adds the step rates behind it: ``..., n=1, 198 step rates)``.
-    """
-    extra = f", {estimate.samples} step rates" if show_samples else ""
-    return (f"{estimate.value:.{digits}f}{suffix} (95% CI {estimate.low:.{digits}f}-"
-            f"{estimate.high:.{digits}f}, n={estimate.n}{extra})")
 
 
 def t_quantile(df: int) -> float:
@@ -260,3 +245,44 @@ def run_speed(standalone: Sequence[StepFields], cluster: Sequence[StepFields], w
     up = ratio_estimate(pairs)
     return RunSpeed(rate_estimate([s for _, s in pairs]), rate_estimate([c for c, _ in pairs]), up,
                     efficiency(up.value, workers), workers)
+
+
+# --- every figure as text -----------------------------------------------------------------
+
+NOT_MEASURED = "n/a"  # in place of a figure there is none of
+
+
+def format_number(value: float | None, digits: int, suffix: str = "") -> str:
+    """A figure without its interval, ``1.34x``; ``n/a`` for none."""
+    return NOT_MEASURED if value is None else f"{value:.{digits}f}{suffix}"
+
+
+def format_share(share: float | None) -> str:
+    """A share as a percentage with one decimal: 0.871 is ``87.1%``; ``n/a`` for none."""
+    return format_number(None if share is None else 100 * share, 1, "%")
+
+
+def format_estimate(estimate: Estimate | None, suffix: str = "x", digits: int = 2, *, brief: bool = False,
+                    change: bool = False, show_samples: bool = False) -> str:
+    """The figure, its interval and its n: ``1.34x (95% CI 1.21-1.49, n=3)``; ``n/a`` for none.
+
+    ``suffix`` follows the figure as written: ``"x"`` for a speed-up, ``" examples/sec"`` for a
+    rate (``98.0 examples/sec (95% CI 97.2-98.6, n=1)``, with ``digits=1``). ``show_samples``
+    adds the step rates behind it: ``..., n=1, 198 step rates)``. ``brief`` leaves the interval
+    alone in the brackets, ``1.34x (1.21-1.49)``, for a table under a line that says what they are
+    (bench.tables' interval_line). ``change`` writes a ratio as the change it makes, each number
+    signed and followed by ``suffix``: ``+34% (+21% to +49%)`` with ``suffix="%"`` and ``digits=0``.
+    """
+    if estimate is None:
+        return NOT_MEASURED
+    if change:  # " to ", since a dash between signed numbers would read as a minus
+        ends = (estimate.value, estimate.low, estimate.high)
+        value, low, high = (f"{100 * (v - 1):+.{digits}f}{suffix}" for v in ends)
+        interval = f"{low} to {high}"
+    else:
+        value = format_number(estimate.value, digits, suffix)
+        interval = f"{estimate.low:.{digits}f}-{estimate.high:.{digits}f}"
+    if brief:
+        return f"{value} ({interval})"
+    extra = f", {estimate.samples} step rates" if show_samples else ""
+    return f"{value} (95% CI {interval}, n={estimate.n}{extra})"

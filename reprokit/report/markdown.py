@@ -6,7 +6,7 @@ from pathlib import Path
 
 from reprokit.files import write_text
 from reprokit.judge.claims import LEARNING_POWER
-from reprokit.judge.speed import Estimate
+from reprokit.judge.speed import format_estimate, format_number, format_share
 from reprokit.judge.threads import INPUT_THREADS_PER_TOWER
 from reprokit.names import PLOT, REPORT, RESULTS, eval_dir, train_dir
 from reprokit.report.plots import speed_plot
@@ -14,27 +14,18 @@ from reprokit.report.results import RunResults
 from reprokit.runs import RunInfo
 
 
-def _fmt(value: float | None, digits: int = 1, suffix: str = "") -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}{suffix}"
-
-
-def _figure(estimate: Estimate | None, digits: int = 1, suffix: str = "") -> str:
-    """A figure with its interval: ``1.34x (1.21-1.49)``."""
-    if estimate is None:
-        return "n/a"
-    return f"{estimate.value:.{digits}f}{suffix} ({estimate.low:.{digits}f}-{estimate.high:.{digits}f})"
-
-
 def speed_table(info: RunInfo, results: RunResults) -> list[str]:
     """The article's figures beside this run's, each of ours with its 95% interval."""
     art, speed = results.article, results.speed
     rows = [
-        ("standalone examples/sec", _fmt(art.standalone_rate), _figure(speed.standalone if speed else None)),
-        (f"cluster examples/sec (1 ps + {info.workers} workers)", _fmt(art.cluster_rate),
-         _figure(speed.cluster if speed else None)),
-        ("speed-up (cluster / standalone)", _fmt(art.speedup, 2, "x"), _figure(speed.speedup if speed else None, 2, "x")),
-        ("scaling efficiency (speed-up / workers)", _fmt(100 * art.speedup / art.workers, 1, "%"),
-         _fmt(None if speed is None else 100 * speed.efficiency, 1, "%")),
+        ("standalone examples/sec", format_number(art.standalone_rate, 1),
+         format_estimate(speed.standalone if speed else None, "", 1, brief=True)),
+        (f"cluster examples/sec (1 ps + {info.workers} workers)", format_number(art.cluster_rate, 1),
+         format_estimate(speed.cluster if speed else None, "", 1, brief=True)),
+        ("speed-up (cluster / standalone)", format_number(art.speedup, 2, "x"),
+         format_estimate(speed.speedup if speed else None, brief=True)),
+        ("scaling efficiency (speed-up / workers)", format_share(art.speedup / art.workers),
+         format_share(speed.efficiency if speed else None)),
     ]
     samples = "" if speed is None else (f" ({speed.speedup.method}; {speed.standalone.samples} and "
                                         f"{speed.cluster.samples} step rates)")
@@ -59,7 +50,7 @@ def dead_threads_lines(results: RunResults) -> list[str]:
 MODEL_BYTES = 1_068_298 * 4  # the model's float32 parameters: what a worker pulls, and pushes as gradients
 
 
-def network_lines(results: RunResults) -> list[str]:
+def hosts_and_links_lines(results: RunResults) -> list[str]:
     """The hosts backend's hosts: address, link and bytes per step, beside the model's size."""
     cluster = results.modes.get("cluster")
     network = cluster.outcome.network if cluster and cluster.outcome else {}
@@ -90,9 +81,9 @@ def evaluation_lines(run_dir: Path, results: RunResults) -> list[str]:
         if e is None:
             continue
         shown = e.error.replace("|", "/") if e.error or e.precision is None else \
-            f"{e.precision:.3f} ({_fmt(e.low, 3)}-{_fmt(e.high, 3)})"
+            f"{e.precision:.3f} ({format_number(e.low, 3)}-{format_number(e.high, 3)})"
         lines.append(f"| {mode} | {e.step if e.step is not None else 'n/a'} | {e.examples_seen:,} | {shown} | "
-                     f"{e.correct} of {e.counted} | {Path(e.log).name if e.log else 'n/a'} |")
+                     f"{e.correct} of {e.counted} | {e.log.name} |")
     folders = [folder(run_dir, mode) for folder in (train_dir, eval_dir) for mode in results.modes]
     folders = [f for f in folders if f.is_dir()]
     if folders:
@@ -136,12 +127,12 @@ def markdown(run_dir: Path, info: RunInfo, results: RunResults, plot_name: str |
         out.append(f"| {word} | {v.rule} | {v.mode} | {detail} |")
         if not v.passed:
             for e in v.evidence[:3]:
-                where = e.path + (f":{e.line}" if e.line is not None else "")
+                where = str(e.path) + (f":{e.line}" if e.line is not None else "")
                 out.append(f"| | | | `{where}`: {e.text[:100].replace('|', '/')} |")
     threads = dead_threads_lines(results)
     if threads:
         out += ["", "## Input threads", ""] + threads
-    hosts = network_lines(results)
+    hosts = hosts_and_links_lines(results)
     if hosts:
         out += ["", "## Hosts and links", ""] + hosts
     out += ["", "## How it ran", "", "| what | value |", "| --- | --- |"]

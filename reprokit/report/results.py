@@ -5,15 +5,17 @@ from __future__ import annotations
 import os
 import platform
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import ClassVar
 
 from reprokit.data.prepare import DataResult
+from reprokit.judge.checks import MAX_EVIDENCE, Verdict
 from reprokit.judge.claims import Claims, ClaimsError, ClaimVerdict
+from reprokit.judge.evaluation import Evaluation
 from reprokit.judge.judgement import Judgement
-from reprokit.judge.logs import LogRecord, step_fields
+from reprokit.judge.logs import StepFields, step_fields
 from reprokit.judge.speed import RunSpeed
 from reprokit.judge.threads import dead_input_threads
 from reprokit.names import RESULTS
@@ -71,52 +73,11 @@ class DataFacts:
 
 
 @dataclass(frozen=True)
-class StepRecord:
-    step: int
-    loss: float
-    examples_per_sec: float
-    sec_per_batch: float
-
-
-@dataclass(frozen=True)
-class Evaluation:
-    """precision @ 1 of a mode's last checkpoint on the test set (the tutorial's cifar10_eval),
-    with its Wilson 95% interval; ``error`` says why there is none."""
-
-    step: int | None = None
-    precision: float | None = None
-    correct: int = 0
-    counted: int = 0
-    low: float | None = None
-    high: float | None = None
-    examples_seen: int = 0
-    log: str = ""
-    error: str = ""
-
-
-@dataclass(frozen=True)
 class ModeResult:
-    steps: list[StepRecord]
+    steps: list[StepFields]
     outcome: Outcome | None
     dead_input_threads: dict[str, list[str]]  # tower -> the reason each dead thread died
     evaluation: Evaluation | None = None
-
-
-@dataclass(frozen=True)
-class EvidenceRecord:
-    path: str
-    line: int | None
-    text: str
-
-
-@dataclass(frozen=True)
-class RuleResult:
-    rule: str
-    mode: str
-    passed: bool
-    severity: str
-    message: str
-    evidence: list[EvidenceRecord]
 
 
 @dataclass(frozen=True)
@@ -143,10 +104,6 @@ def checksums(settings: Settings) -> dict[str, dict[str, str]]:
         "upstream": read_checksums(settings.upstream_dir),
         "patches": {p.name: sha256_file(p) for p in read_series(settings.patches_dir)},
     }
-
-
-def _steps(records: list[LogRecord]) -> list[StepRecord]:
-    return [StepRecord(f.step, f.loss, f.examples_per_sec, f.sec_per_batch) for f in step_fields(records)]
 
 
 @dataclass
@@ -178,7 +135,7 @@ class RunResults(Document):
     speed: RunSpeed | None
     article: ArticleFigures
     modes: dict[str, ModeResult]
-    rules: list[RuleResult]
+    rules: list[Verdict]
     stages: list[StageRecord]
     claim: ClaimVerdict | None = None
     learning: ClaimVerdict | None = None
@@ -194,17 +151,16 @@ def data_facts(data: DataResult | None) -> DataFacts | None:
     return DataFacts(data.source, data.synthetic, data.notice, data.official, str(data.batches_dir))
 
 
-def rule_results(judgement: Judgement | None, max_evidence: int = 10) -> list[RuleResult]:
+def rule_results(judgement: Judgement | None) -> list[Verdict]:
+    """The run's verdicts as results.json keeps them: each with its first MAX_EVIDENCE lines of evidence."""
     if judgement is None:
         return []
-    return [RuleResult(v.rule, v.mode, v.passed, v.severity, v.message,
-                       [EvidenceRecord(str(e.path), e.line, e.text) for e in v.evidence[:max_evidence]])
-            for v in judgement.verdicts]
+    return [replace(v, evidence=v.evidence[:MAX_EVIDENCE]) for v in judgement.verdicts]
 
 
 def mode_results(modes: tuple[str, ...], judgement: Judgement | None, outcomes: dict[str, Outcome],
                  evaluations: dict[str, Evaluation]) -> dict[str, ModeResult]:
     records = judgement.records if judgement else {}
-    return {mode: ModeResult(_steps(records.get(mode, [])), outcomes.get(mode),
+    return {mode: ModeResult(step_fields(records.get(mode, [])), outcomes.get(mode),
                              dead_input_threads(records.get(mode, [])), evaluations.get(mode))
             for mode in modes}

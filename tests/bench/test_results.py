@@ -10,7 +10,6 @@ from statistics import median
 import pytest
 
 from reprokit.bench.comparison import ablation_rows, baseline, bench_rows, rows_for
-from reprokit.records import ResultsFormatError
 from reprokit.bench.results import (
     ALL_CHANGES,
     NONE_CHANGE,
@@ -22,6 +21,7 @@ from reprokit.bench.results import (
     ceiling_of,
 )
 from reprokit.judge.speed import rate_estimate, ratio_estimate
+from reprokit.records import ResultsFormatError
 from tests.support import SAMPLES
 
 SAMPLE = SAMPLES / "bench" / "bench.json"

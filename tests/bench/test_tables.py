@@ -18,14 +18,12 @@ from reprokit.bench.tables import (
     bench_bars,
     bench_lines,
     ceiling_name,
-    figure,
-    gain,
     interval_line,
     plot_bench,
     plot_sweep,
     sweep_lines,
 )
-from reprokit.judge.speed import Estimate
+from reprokit.judge.speed import Estimate, format_estimate
 from tests.bench.test_results import TF2_REPS
 from tests.support import SAMPLES
 from tests.support.kit import article_figures
@@ -35,8 +33,8 @@ SPEEDUP = Estimate(1.34, 1.21, 1.49, 3, 60, 20, "between 3 repetitions (t)")
 
 
 def test_a_figure_prints_with_its_interval() -> None:
-    assert ("1.34x (1.21-1.49)", "n/a") == (figure(SPEEDUP), figure(None))
-    assert "+34% (+21% to +49%)" == gain(SPEEDUP)
+    assert ("1.34x (1.21-1.49)", "n/a") == (format_estimate(SPEEDUP, brief=True), format_estimate(None, brief=True))
+    assert "+34% (+21% to +49%)" == format_estimate(SPEEDUP, "%", 0, brief=True, change=True)
 
 
 def test_the_line_above_a_table_says_what_the_brackets_are() -> None:
@@ -54,7 +52,8 @@ def test_the_table_has_the_three_rows_and_the_article() -> None:
 def test_each_rows_speedup_is_printed_with_its_interval_under_a_line_naming_the_method() -> None:
     lines = bench_lines(BENCH, article_figures())
     for row in BENCH.rows:
-        assert any(line.startswith(f"| {row.name} |") and f"| {figure(row.speedup)} |" in line for line in lines)
+        shown = f"| {format_estimate(row.speedup, brief=True)} |"
+        assert any(line.startswith(f"| {row.name} |") and shown in line for line in lines)
     method = BENCH.rows[0].speedup.method if BENCH.rows[0].speedup else ""
     assert f"95% CI in brackets, n = {BENCH.repetitions}; method: {method};" in lines[1]
 
@@ -71,8 +70,9 @@ def test_the_ablation_shows_each_change_alone_then_all() -> None:
     text = "\n".join(bench_lines(BENCH, article_figures()))
     assert "| none (the article's program) |" in text and "| reference |" in text
     assert "| input-pipeline alone |" in text and "| variables-on-ps alone |" in text
-    assert f"| all (the lesson) | {figure(BENCH.rows[-1].cluster_rate, '', 1)} | {figure(BENCH.rows[-1].speedup)} |" \
-        in text
+    lesson = BENCH.rows[-1]
+    assert (f"| all (the lesson) | {format_estimate(lesson.cluster_rate, '', 1, brief=True)} | "
+            f"{format_estimate(lesson.speedup, brief=True)} |") in text
 
 
 def test_where_the_variables_live_and_where_the_time_goes_are_shown() -> None:
@@ -107,7 +107,7 @@ def test_the_ceiling_is_a_row_and_every_row_shows_its_share_of_it() -> None:
     assert "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition | share of ceiling |" \
         in lines
     (row,) = [line for line in lines if line.startswith(f"| {ceiling_name(results.ceiling)} |")]
-    assert f"| {figure(results.ceiling.speedup)} |" in row and row.endswith("| 100.0% |")
+    assert f"| {format_estimate(results.ceiling.speedup, brief=True)} |" in row and row.endswith("| 100.0% |")
     for bench_row in results.rows:
         (line,) = [line for line in lines if line.startswith(f"| {bench_row.name} |")]
         assert line.endswith(f" {100 * (bench_row.share_of_ceiling or 0):.1f}% |")
@@ -141,7 +141,8 @@ def sweep_from_the_bench_sample() -> SweepResults:
 def test_the_sweep_table_prints_each_point_with_its_interval(tmp_path: Path) -> None:
     sweep = sweep_from_the_bench_sample()
     lines = sweep_lines(sweep)
-    assert "lesson: standalone (1 CPU) " + figure(BENCH.rows[0].standalone_rate, "", 1) + " ex/s" in lines
-    assert f"| 2 | n/a | {figure(BENCH.rows[0].speedup)} | 2.00x |  |" in lines
+    assert f"lesson: standalone (1 CPU) {format_estimate(BENCH.rows[0].standalone_rate, '', 1, brief=True)} ex/s" \
+        in lines
+    assert f"| 2 | n/a | {format_estimate(BENCH.rows[0].speedup, brief=True)} | 2.00x |  |" in lines
     assert "95% CI in brackets" in lines[1]
     assert plot_sweep(sweep, tmp_path / "sweep.png", article_figures()).read_bytes().startswith(b"\x89PNG")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,7 +15,6 @@ from reprokit.judge.claims import (
     ClaimVerdict,
     LearningClaim,
     LossWindow,
-    Precision,
     SpeedupClaim,
     equivalence_p,
     headline,
@@ -27,7 +27,8 @@ from reprokit.judge.claims import (
     three_part_lines,
     wilson,
 )
-from reprokit.judge.speed import Estimate, ratio_estimate
+from reprokit.judge.evaluation import Evaluation
+from reprokit.judge.speed import Estimate, format_estimate, ratio_estimate
 from reprokit.programs import PROGRAMS
 from tests.support import REPO, SAMPLES
 from tests.support.article import ARTICLE_CLUSTER_STEPS, ARTICLE_STANDALONE_STEPS
@@ -49,10 +50,12 @@ def judge_article(claims: Claims, estimate: Estimate | None, workers: int = 2) -
                          drift=claims.drift)
 
 
-def precision(correct: int, step: int = 999, per_step: int = 128) -> Precision:
+def evaluation(correct: int, step: int = 999, per_step: int = 128) -> Evaluation:
     """An evaluation of COUNTED test images after ``step`` steps of ``per_step`` examples."""
     # The checkpoint of step 999 holds steps 0..999: 1000 steps of training.
-    return Precision(round(correct / COUNTED, 3), correct, COUNTED, step, (step + 1) * per_step)
+    low, high = wilson(correct, COUNTED)
+    return Evaluation(step, round(correct / COUNTED, 3), correct, COUNTED, low, high, (step + 1) * per_step,
+                      Path("eval.log"))
 
 
 def speedup_of(value: float, low: float, high: float, fewest: int = 99, n: int = 1) -> Estimate:
@@ -174,7 +177,7 @@ def test_the_articles_own_steps_are_judged_with_the_drift_of_one_pair(claims: Cl
     cluster, standalone = ([rate for step, rate in table.items() if step > 0]
                            for table in (ARTICLE_CLUSTER_STEPS, ARTICLE_STANDALONE_STEPS))
     estimate = ratio_estimate([(cluster, standalone)])
-    assert ("INCONCLUSIVE", "1.74x") == (judge_article(claims, estimate).status, estimate.text()[:5])
+    assert ("INCONCLUSIVE", "1.74x") == (judge_article(claims, estimate).status, format_estimate(estimate)[:5])
     assert "REPRODUCED" == judge_speedup(claims.speedup["article"], estimate, program="article", workers=2,
                                          drift=0.01).status
 
@@ -258,16 +261,16 @@ def test_the_newcombe_interval_of_the_reversed_difference_is_its_mirror() -> Non
 def test_an_evaluation_whose_numbers_disagree_is_refused() -> None:
     """A precision that is not correct / counted, or more correct than counted, is a wiring bug."""
     with pytest.raises(ClaimsError, match="is not correct / counted"):
-        Precision(0.5, 4000, COUNTED, 1000, 128000)
+        Evaluation(1000, 0.5, 4000, COUNTED, None, None, 128000, Path("eval.log"))
     with pytest.raises(ClaimsError, match="correct <= counted"):
-        Precision(1.0, 11000, COUNTED, 1000, 128000)
+        Evaluation(1000, 1.0, 11000, COUNTED, None, None, 128000, Path("eval.log"))
 
 
 # --- the learning claim --------------------------------------------------------------------
 
 def test_close_precisions_above_chance_are_the_same(claims: Claims) -> None:
     """0.450 and 0.455 (difference +0.005, interval about +/-0.014): TOST within +/-0.05."""
-    verdict = judge_learning(claims.learning, precision(4550), precision(4601, per_step=256))
+    verdict = judge_learning(claims.learning, evaluation(4550), evaluation(4601, per_step=256))
     assert "SAME" == verdict.status
     assert verdict.reason.startswith("the two one-sided tests put the precision difference within +/-0.05 (p = ")
     assert ("SAME  precision @ 1 at the end of each mode's run: standalone 0.450 (95% CI 0.440-0.460) after"
@@ -277,40 +280,47 @@ def test_close_precisions_above_chance_are_the_same(claims: Claims) -> None:
 
 def test_precisions_far_apart_are_different(claims: Claims) -> None:
     """0.450 alone, 0.300 on the cluster: the difference's interval lies wholly below -0.05."""
-    verdict = judge_learning(claims.learning, precision(4550), precision(3034, per_step=256))
+    verdict = judge_learning(claims.learning, evaluation(4550), evaluation(3034, per_step=256))
     assert "DIFFERENT" == verdict.status
     assert "lies wholly outside +/-0.05" in verdict.reason
 
 
 def test_a_mode_at_chance_while_the_other_learned_is_different(claims: Claims) -> None:
     """0.130 alone (above chance) vs 0.100 on the cluster (not): within the margin, yet different."""
-    verdict = judge_learning(claims.learning, precision(1315), precision(1011, per_step=256))
+    verdict = judge_learning(claims.learning, evaluation(1315), evaluation(1011, per_step=256))
     assert ("DIFFERENT", "the standalone is above chance (0.10) and the cluster is not") == (
         verdict.status, verdict.reason)
 
 
 def test_a_difference_too_near_the_margin_is_inconclusive(claims: Claims) -> None:
     """0.450 vs 0.490: +0.040 with a one-sided bound past +0.05: TOST cannot show equivalence."""
-    verdict = judge_learning(claims.learning, precision(4550), precision(4955, per_step=256))
+    verdict = judge_learning(claims.learning, evaluation(4550), evaluation(4955, per_step=256))
     assert "INCONCLUSIVE" == verdict.status
     assert "is not shown within +/-0.05 (TOST p = " in verdict.reason
 
 
 def test_two_modes_at_chance_are_inconclusive(claims: Claims) -> None:
     """Neither learned: that they agree says nothing about the cluster."""
-    verdict = judge_learning(claims.learning, precision(1011), precision(1015, per_step=256))
+    verdict = judge_learning(claims.learning, evaluation(1011), evaluation(1015, per_step=256))
     assert ("INCONCLUSIVE", "neither mode is above chance (0.10): neither learned") == (
         verdict.status, verdict.reason)
 
 
 def test_a_mode_without_evaluation_is_inconclusive_and_named(claims: Claims) -> None:
     """The cluster was not evaluated: the line still shows the standalone's precision."""
-    verdict = judge_learning(claims.learning, precision(4550), None)
+    verdict = judge_learning(claims.learning, evaluation(4550), None)
     assert ("INCONCLUSIVE", "INCONCLUSIVE  precision @ 1 not evaluated for the cluster (standalone 0.450"
             " (95% CI 0.440-0.460) after 128,000 examples)", "no evaluation of the cluster run: nothing to compare") \
         == (verdict.status, verdict.line, verdict.reason)
     both = judge_learning(claims.learning, None, None)
     assert "INCONCLUSIVE  precision @ 1 not evaluated for the standalone and the cluster" == both.line
+
+
+def test_an_evaluation_that_failed_is_judged_as_none(claims: Claims) -> None:
+    """An eval program that exited with an error left no precision: as if the mode was not evaluated."""
+    failed = Evaluation(999, None, 0, COUNTED, None, None, 256000, Path("eval.log"), "exited with code 1")
+    verdict = judge_learning(claims.learning, evaluation(4550), failed)
+    assert verdict.line == judge_learning(claims.learning, evaluation(4550), None).line
 
 
 # --- the course of the loss ----------------------------------------------------------------
@@ -370,7 +380,7 @@ def test_the_loss_window_matches_scipys_paired_t_interval_and_statsmodels_tost()
 def test_a_cluster_whose_loss_stays_higher_is_different_though_its_precision_is_close(claims: Claims) -> None:
     """Precisions within the margin, but a loss 30% higher all along: a slower learner, not SAME."""
     course = loss_course(_losses(1.0), _losses(1.3), claims.learning.loss_margin)
-    verdict = judge_learning(claims.learning, precision(4550), precision(4601, per_step=256), course)
+    verdict = judge_learning(claims.learning, evaluation(4550), evaluation(4601, per_step=256), course)
     assert "DIFFERENT" == verdict.status
     assert verdict.reason.startswith("the cluster's loss over steps 0-490 is 1.3")
     assert "cluster/standalone loss by half 1.3" in verdict.line
@@ -378,14 +388,14 @@ def test_a_cluster_whose_loss_stays_higher_is_different_though_its_precision_is_
 
 def test_the_same_loss_course_and_close_precisions_are_the_same(claims: Claims) -> None:
     course = loss_course(_losses(1.0, seed=6), _losses(1.0, seed=7), claims.learning.loss_margin)
-    verdict = judge_learning(claims.learning, precision(4550), precision(4601, per_step=256), course)
+    verdict = judge_learning(claims.learning, evaluation(4550), evaluation(4601, per_step=256), course)
     assert "SAME" == verdict.status and "the loss course within +/-" in verdict.reason
 
 
 def test_a_loss_window_that_cannot_be_shown_equivalent_is_inconclusive(claims: Claims) -> None:
     """A window whose interval reaches past the loss margin but does not lie wholly outside it."""
     window = LossWindow(0, 240, 25, 1.08, 1.02, 1.14, 0.3)
-    verdict = judge_learning(claims.learning, precision(4550), precision(4601, per_step=256), [window])
+    verdict = judge_learning(claims.learning, evaluation(4550), evaluation(4601, per_step=256), [window])
     assert ("INCONCLUSIVE", "the cluster's loss over steps 0-240 is 1.08x the standalone's (95% CI 1.02-1.14), not"
             f" shown within +/-{claims.learning.loss_margin:.0%}") == (verdict.status, verdict.reason)
 
@@ -405,7 +415,7 @@ def test_the_equivalence_test_is_statsmodels_and_agrees_with_the_90_percent_inte
 def test_a_reproduction_ends_in_three_labelled_lines(claims: Claims) -> None:
     """logs, claim and learning, each label padded to one column so that the verdicts align."""
     speed = judge_article(claims, speedup_of(0.63, 0.61, 0.65))
-    learning = judge_learning(claims.learning, precision(4550), precision(4601, per_step=256))
+    learning = judge_learning(claims.learning, evaluation(4550), evaluation(4601, per_step=256))
     lines = three_part_lines(True, 22, 0, speed, learning)
     assert [
         "logs:     PASS  (22 rules, 0 failed)",
@@ -420,7 +430,7 @@ def test_a_reproduction_ends_in_three_labelled_lines(claims: Claims) -> None:
 
 def test_the_headline_carries_all_three_verdicts_and_never_a_bare_pass(claims: Claims) -> None:
     speed = judge_article(claims, speedup_of(0.63, 0.61, 0.65))
-    learning = judge_learning(claims.learning, precision(4550), precision(4601, per_step=256))
+    learning = judge_learning(claims.learning, evaluation(4550), evaluation(4601, per_step=256))
     assert "logs PASS, claim NOT REPRODUCED, learning SAME" == headline(True, speed, learning)
     assert "logs not judged, claim not judged, learning not judged" == headline(None, None, None)
 
@@ -430,4 +440,4 @@ def test_the_claims_are_plain_dataclasses_a_caller_can_build() -> None:
     claim = SpeedupClaim("article", "two workers", 1.5, 1.4, 1.6, 2)
     assert "REPRODUCED" == judge_speedup(claim, speedup_of(1.5, 1.45, 1.55, n=3), program="article", workers=2,
                                          drift=0.12).status
-    assert "SAME" == judge_learning(LearningClaim("same", 0.02, 0.1), precision(4550), precision(4560)).status
+    assert "SAME" == judge_learning(LearningClaim("same", 0.02, 0.1), evaluation(4550), evaluation(4560)).status

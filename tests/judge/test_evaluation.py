@@ -14,7 +14,8 @@ from reprokit.errors import KitError
 from reprokit.judge.checks import Summary, summarize
 from reprokit.judge.claims import ClaimsError, load_claims, wilson
 from reprokit.judge.evaluation import (
-    EvalResult,
+    BATCH_SIZE,
+    Evaluation,
     NoCheckpointError,
     counted_examples,
     eval_argv,
@@ -89,25 +90,27 @@ def test_two_precision_lines_fail_the_once_rule_with_both_as_evidence(tmp_path: 
 
 def test_the_real_log_gives_precision_count_step_and_interval() -> None:
     """0.633 of 256 counted (2 batches of 128 for 200 records) is 162 right, at step 20."""
-    result = parse_eval_log(GOOD.read_text(), 200, mode="standalone", log=GOOD)
+    result = parse_eval_log(GOOD.read_text(), 200, towers=1, log=GOOD)
     low, high = wilson(162, 256)
-    assert EvalResult("standalone", 20, 0.633, 162, 256, low, high, GOOD) == result
+    assert Evaluation(20, 0.633, 162, 256, low, high, 21 * BATCH_SIZE, GOOD) == result
     assert (True, True) == (result.ok, low > CHANCE)
 
 
 def test_without_a_restoring_line_the_step_comes_from_the_checkpoint_state() -> None:
-    """A log that does not say what it restored takes the step from the checkpoint's name."""
+    """A log that does not say what it restored takes the step from the checkpoint's name; the
+    checkpoint of step 999 holds 1000 steps of a batch per tower."""
     text = "2026-12-03 17:24:05.324900: precision @ 1 = 0.500\n"
-    result = parse_eval_log(text, 10000, mode="cluster", log=Path("e.log"), checkpoint="/r/model.ckpt-999")
-    assert (999, 10112, 5056) == (result.step, result.counted, result.correct)
+    result = parse_eval_log(text, 10000, towers=2, log=Path("e.log"), checkpoint="/r/model.ckpt-999")
+    assert (999, 10112, 5056, 1000 * BATCH_SIZE * 2) == (result.step, result.counted, result.correct,
+                                                          result.examples_seen)
 
 
 def test_a_log_without_a_checkpoint_gives_an_error_and_no_numbers() -> None:
     """"No checkpoint file found": the result says so, names the log, and holds no precision."""
     path = LOGS / "eval_no_checkpoint.log"
-    result = parse_eval_log(path.read_text(), 200, mode="standalone", log=path)
-    assert (None, None, None, None, 256) == (result.step, result.precision, result.correct, result.low,
-                                              result.counted)
+    result = parse_eval_log(path.read_text(), 200, towers=1, log=path)
+    assert (None, None, 0, None, 256, 0) == (result.step, result.precision, result.correct, result.low,
+                                             result.counted, result.examples_seen)
     assert f"the eval program found no checkpoint ('No checkpoint file found'); see {path}" == result.error
     assert False is result.ok
 
@@ -115,7 +118,7 @@ def test_a_log_without_a_checkpoint_gives_an_error_and_no_numbers() -> None:
 def test_a_malformed_precision_line_is_not_read_as_a_precision() -> None:
     """A two-decimal line is not the tutorial's format: no precision is read from it."""
     path = LOGS / "eval_malformed_precision.log"
-    result = parse_eval_log(path.read_text(), 200, mode="standalone", log=path)
+    result = parse_eval_log(path.read_text(), 200, towers=1, log=path)
     assert None is result.precision
     assert result.error.startswith("the eval log has no 'precision @ 1 = ' line in the tutorial's format")
 
@@ -191,7 +194,8 @@ def test_evaluate_runs_nothing_without_a_checkpoint(tmp_path: Path) -> None:
     echoed: list[str] = []
     log = tmp_path / "eval.log"
     with pytest.raises(NoCheckpointError):
-        evaluate(sys.executable, tmp_path, tmp_path / "train", tmp_path / "eval", tmp_path, 200, log, echoed.append)
+        evaluate(sys.executable, tmp_path, tmp_path / "train", tmp_path / "eval", tmp_path, 200, log, echoed.append,
+                 towers=1)
     assert ([], False) == (echoed, log.exists())
 
 
@@ -213,13 +217,13 @@ def test_evaluate_echoes_the_command_logs_the_output_and_reads_it(tmp_path: Path
     echoed: list[str] = []
     log = tmp_path / "logs" / "eval_cluster.log"
     result = evaluate(sys.executable, sources, tmp_path / "train", tmp_path / "eval", tmp_path / "data", 200, log,
-                      echoed.append, mode="cluster")
+                      echoed.append, towers=2)
     flags = (f"flags: --checkpoint_dir={tmp_path}/train --eval_dir={tmp_path}/eval --data_dir={tmp_path}/data "
              "--num_examples=200 --run_once")
     assert f"{flags}\n2026-12-03 17:24:05.324900: precision @ 1 = 0.750\n" == log.read_text()
     assert [f"$ {sys.executable} {sources}/cifar10_eval.py " + flags.removeprefix("flags: ")] == echoed
-    assert ("cluster", 30, 0.75, 192, 256, "") == (result.mode, result.step, result.precision, result.correct,
-                                                   result.counted, result.error)
+    assert (30, 0.75, 192, 256, 31 * BATCH_SIZE * 2, "") == (result.step, result.precision, result.correct,
+                                                             result.counted, result.examples_seen, result.error)
 
 
 def test_a_failing_eval_program_gives_a_result_with_its_exit_code_and_last_lines(tmp_path: Path) -> None:
@@ -227,8 +231,9 @@ def test_a_failing_eval_program_gives_a_result_with_its_exit_code_and_last_lines
     sources = stand_in(tmp_path / "src", "raise ValueError('Failed to find file: test_batch.bin')\n")
     state_file(tmp_path / "train", 20)
     log = tmp_path / "eval.log"
-    result = evaluate(sys.executable, sources, tmp_path / "train", tmp_path / "eval", tmp_path, 200, log)
-    assert (20, None, False) == (result.step, result.precision, result.ok)
+    result = evaluate(sys.executable, sources, tmp_path / "train", tmp_path / "eval", tmp_path, 200, log, towers=1)
+    assert (20, None, 0, 21 * BATCH_SIZE, False) == (result.step, result.precision, result.correct,
+                                                     result.examples_seen, result.ok)
     assert "exited with code 1" in result.error
     assert "ValueError: Failed to find file: test_batch.bin" in result.error
     assert result.error.endswith(f"see {log}")
@@ -259,7 +264,7 @@ def test_a_briefly_trained_standalone_model_is_measured_above_chance(tmp_path: P
 
     log = tmp_path / "eval_standalone.log"
     result = evaluate(sys.executable, kit_inputs.sources_dir, train_dir, tmp_path / "eval_standalone",
-                      kit_inputs.data_dir, RECORDS, log, timeout=300)
+                      kit_inputs.data_dir, RECORDS, log, towers=1, timeout=300)
     assert ("", STEPS - 1, counted_examples(RECORDS)) == (result.error, result.step, result.counted)
     assert result.low is not None and result.low > CHANCE, result
     assert judge_eval_log(log, "standalone", RULES).passed, judge_eval_log(log, "standalone", RULES).text

@@ -141,9 +141,9 @@ def test_a_figure_reads_with_its_interval_and_n() -> None:
     """A speed-up in x with two decimals; a rate in examples/sec with one; samples on request."""
     speedup = Estimate(1.3412, 1.2101, 1.4899, 3, 600, 198, "between 3 repetitions (t)")
     rate = Estimate(98.04, 97.21, 98.66, 1, 99, 99, "within one run (bootstrap of steps)")
-    assert "1.34x (95% CI 1.21-1.49, n=3)" == speedup.text()
+    assert "1.34x (95% CI 1.21-1.49, n=3)" == format_estimate(speedup)
     assert "1.34x (95% CI 1.21-1.49, n=3, 600 step rates)" == format_estimate(speedup, show_samples=True)
-    assert "98.0 examples/sec (95% CI 97.2-98.7, n=1)" == rate.text(" examples/sec", digits=1)
+    assert "98.0 examples/sec (95% CI 97.2-98.7, n=1)" == format_estimate(rate, " examples/sec", 1)
 
 
 def test_a_run_with_fewer_than_five_step_rates_is_not_enough() -> None:

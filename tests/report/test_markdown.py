@@ -7,7 +7,12 @@ import shutil
 from pathlib import Path
 
 from reprokit.names import PLOT, REPORT
-from reprokit.report.markdown import markdown, network_lines, rerender, speed_table
+from reprokit.report.markdown import (
+    hosts_and_links_lines,
+    markdown,
+    rerender,
+    speed_table,
+)
 from reprokit.report.results import RunResults
 from reprokit.run.backends import Exposure
 from reprokit.runs import RunInfo
@@ -59,10 +64,10 @@ def test_a_warning_and_a_dead_thread_are_shown_with_their_evidence():
 
 def test_the_hosts_section_shows_each_hosts_address_link_and_bytes_per_step():
     _, results = sample("hosts-1gbit")
-    lines = network_lines(results)
+    lines = hosts_and_links_lines(results)
     assert lines[0].startswith("Every host's link: 1gbit (tbf, both directions; no added delay).")
     assert "| worker1 | 10.231.0.12 | 4.31 MB | 4.33 MB |" in "\n".join(lines)
-    assert [] == network_lines(sample("lesson-quick")[1])
+    assert [] == hosts_and_links_lines(sample("lesson-quick")[1])
 
 
 def test_servers_reachable_beyond_the_run_are_said_at_the_top():
