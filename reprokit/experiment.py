@@ -8,9 +8,10 @@ program's (reprokit.programs).
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reprokit.commands import Echo
 from reprokit.data.download import DownloadProgress
@@ -19,7 +20,6 @@ from reprokit.errors import ClusterError, KitError
 from reprokit.judge.claims import (
     Claims,
     ClaimVerdict,
-    Precision,
     headline,
     judge_learning,
     judge_speedup,
@@ -27,7 +27,7 @@ from reprokit.judge.claims import (
     loss_course,
     three_part_lines,
 )
-from reprokit.judge.evaluation import BATCH_SIZE, evaluate
+from reprokit.judge.evaluation import Evaluation, evaluate
 from reprokit.judge.judgement import Judgement, judge_run
 from reprokit.judge.logs import step_fields
 from reprokit.names import (
@@ -39,13 +39,12 @@ from reprokit.names import (
     repetition_dir,
     train_dir,
 )
-from reprokit.options import Options, Request
-from reprokit.prepared import Prepared, prepare
+from reprokit.options import Options
+from reprokit.prepared import Prepared, input_stages, prepare
 from reprokit.programs import PROGRAMS
 from reprokit.report import markdown as report
 from reprokit.report.results import (
     ArticleFigures,
-    Evaluation,
     RunResults,
     checksums,
     data_facts,
@@ -54,14 +53,14 @@ from reprokit.report.results import (
     rule_results,
 )
 from reprokit.run.backends import Backend, Exposure, left_running
-from reprokit.run.cluster import Cluster
-from reprokit.run.manual import ExternalCluster
-from reprokit.run.registry import make_backend, stack_writer
 from reprokit.run.runner import Outcome, Progress
 from reprokit.runs import RunInfo
 from reprokit.settings import Settings
 from reprokit.sources import workspace
 from reprokit.stages import StageRecord, Stages
+
+if TYPE_CHECKING:  # the Docker SDK is loaded only by `invoke stack-file`
+    from reprokit.run.swarm.backend import SwarmBackend
 
 
 @dataclass
@@ -83,25 +82,10 @@ class Reproduction:
         return not self.error and self.judgement is not None and self.judgement.passed
 
 
-def run(settings: Settings, request: Request, echo: Echo, progress: Progress | None = None,
-        download: DownloadProgress | None = None) -> Reproduction:
-    """Check the request, choose its backend, and reproduce."""
-    options, name, isolation = request.checked_backend(settings)
-    backend = make_backend(settings, name, isolation, request.link, request.placement(), echo)
-    return reproduce(settings, options, backend, echo, progress, download)
-
-
-def run_client(settings: Settings, request: Request, cluster: Cluster, echo: Echo,
-               progress: Progress | None = None, download: DownloadProgress | None = None) -> Reproduction:
-    """The cluster mode against servers started elsewhere: only the client runs here."""
-    options = request.options(settings, workers=len(cluster.workers))
-    backend = ExternalCluster(cluster, settings.watchdog)
-    return reproduce(settings, options, backend, echo, progress, download)
-
-
 def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo,
               progress: Progress | None = None, download: DownloadProgress | None = None) -> Reproduction:
-    """Run every stage; the run folder holds the logs, results.json, report.md and the plot."""
+    """Run every stage on ``backend`` (a plan's, reprokit.options); the run folder holds the logs,
+    results.json, report.md and the plot."""
     # Before any stage: a bad --cpus, a drifted upstream, a corrupt patch or claims file fails with no
     # folder made.
     claims = load_claims(settings.claims, list(PROGRAMS))
@@ -113,15 +97,7 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
     outcomes: dict[str, Outcome] = {}
     data: DataResult | None = None
     try:
-        with stages.stage("prepare") as say:
-            for line in prepared.lines:
-                say(line)
-        with stages.stage("data") as say:
-            data = prepare_data(options.data_source, settings.data_dir, records_per_file=options.synthetic_records,
-                                progress=download)
-            say(f"data: {data.source} in {data.batches_dir}")
-            if data.notice:
-                say("NOTICE: " + data.notice)
+        data = input_stages(stages, settings, options, prepared, download)
         # Pair 1 in the run folder, the others in repetitions/<n>/, every other pair cluster first,
         # so that a drift of the machine falls on both modes alike (as the bench pairs its runs).
         for number in range(1, options.repetitions + 1):
@@ -174,14 +150,11 @@ def _evaluate(mode: str, run_dir: Path, sources: Path, data: DataResult, workers
     this machine, whatever the backend: the checkpoints are in the run folder)."""
     test = next((f.records for f in data.files if f.name == "test_batch.bin"), 0)
     found = evaluate(sys.executable, sources, train_dir(run_dir, mode), eval_dir(run_dir, mode),
-                     data.data_dir, test, eval_log(run_dir, mode), say, mode=mode)
-    towers = workers if mode == "cluster" else 1
-    # The checkpoint of step N (0-based) holds N + 1 steps of training, each of a batch per tower.
-    seen = 0 if found.step is None else (found.step + 1) * BATCH_SIZE * towers
+                     data.data_dir, test, eval_log(run_dir, mode), say, towers=workers if mode == "cluster" else 1)
     say(f"{mode}: " + (found.error or f"precision @ 1 = {found.precision:.3f} (95% CI {found.low:.3f}-{found.high:.3f},"
-                       f" {found.correct} of {found.counted}) at step {found.step}, after {seen:,} examples"))
-    return Evaluation(found.step, found.precision, found.correct or 0, found.counted, found.low, found.high, seen,
-                      str(found.log), found.error)
+                       f" {found.correct} of {found.counted}) at step {found.step}, after {found.examples_seen:,} "
+                       "examples"))
+    return found
 
 
 def evaluate_run(settings: Settings, run_dir: Path, echo: Echo) -> dict[str, Evaluation]:
@@ -195,13 +168,6 @@ def evaluate_run(settings: Settings, run_dir: Path, echo: Echo) -> dict[str, Eva
     return found
 
 
-def precision_of(e: Evaluation) -> Precision | None:
-    """An evaluation as the learning verdict takes it; None when it holds no precision."""
-    if e.error or e.precision is None or e.step is None or not e.counted:
-        return None
-    return Precision(e.precision, e.correct, e.counted, e.step, e.examples_seen)
-
-
 def _judge_claims(claims: Claims, result: Reproduction) -> None:
     """The claim of the program that ran and the learning, judged apart from the logs: the
     three-part verdict."""
@@ -212,10 +178,10 @@ def _judge_claims(claims: Claims, result: Reproduction) -> None:
     info = result.info
     result.claim = judge_speedup(claims.speedup.get(info.program), speed, program=info.program,
                                  workers=info.workers, drift=claims.drift)
-    precisions = {mode: precision_of(e) for mode, e in result.evaluations.items()}
     losses = {mode: [(f.step, f.loss) for f in step_fields(records)] for mode, records in judgement.records.items()}
     course = loss_course(losses.get("standalone", []), losses.get("cluster", []), claims.learning.loss_margin)
-    result.learning = judge_learning(claims.learning, precisions.get("standalone"), precisions.get("cluster"), course)
+    evaluations = result.evaluations
+    result.learning = judge_learning(claims.learning, evaluations.get("standalone"), evaluations.get("cluster"), course)
     summary = judgement.summary
     result.verdict_lines = three_part_lines(summary.passed, summary.checked, len(summary.failed),
                                             result.claim, result.learning)
@@ -254,11 +220,9 @@ def _report(stages: Stages, settings: Settings, options: Options, backend: Backe
         result.error = f"{result.error}\n{failure}" if result.error else failure
 
 
-def write_stack(settings: Settings, request: Request, image: str | None, echo: Echo) -> Path:
+def write_stack(settings: Settings, options: Options, backend: SwarmBackend, echo: Echo) -> Path:
     """`invoke stack-file`: the cluster mode's Swarm stack file in a new run folder, deployed by
     nobody: for a person to read, keep, or deploy on a swarm of their own."""
-    options = replace(request.options(settings), modes=("cluster",))
-    backend = stack_writer(settings, request.placement(), image)
     prepared = prepare(settings, options)
     roles = PROGRAMS[options.program].roles("cluster", options, prepared.layout, backend, prepared.sources,
                                             settings.data_dir.absolute(), train_dir(prepared.run_dir, "cluster"),

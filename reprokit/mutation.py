@@ -19,7 +19,7 @@ from typing import ClassVar
 from reprokit.commands import Echo
 from reprokit.data.download import DownloadProgress
 from reprokit.errors import KitError
-from reprokit.experiment import Reproduction, precision_of, reproduce
+from reprokit.experiment import Reproduction, reproduce
 from reprokit.files import write_text
 from reprokit.judge.claims import (
     ClaimVerdict,
@@ -33,7 +33,8 @@ from reprokit.judge.logs import step_fields
 from reprokit.names import RESULTS
 from reprokit.options import (
     Given,
-    Options,
+    RunPlan,
+    local_backend,
     one_of,
     program_list,
     run_options,
@@ -42,8 +43,6 @@ from reprokit.options import (
 from reprokit.programs import PROGRAMS
 from reprokit.records import Document
 from reprokit.report.results import RunResults
-from reprokit.run.local import ISOLATION_MODES
-from reprokit.run.registry import make_backend
 from reprokit.run.runner import Progress
 from reprokit.runs import RunInfo, find_run, new_run_dir
 from reprokit.settings import Settings
@@ -68,8 +67,8 @@ class MutantsRequest:
     isolation: str | None = None
     control: str | None = None  # a finished reproduction of the program to judge the mutants against
 
-    def check(self, s: Settings) -> tuple[Options, list[str], list[Mutant], str]:
-        """The runs' options, the programs (in order), the mutants to run and the isolation;
+    def plan(self, s: Settings) -> tuple[RunPlan, list[str], list[Mutant]]:
+        """The runs' options and backend, the programs (in order) and the mutants to run;
         refused before anything runs or any folder is made."""
         steps = self.steps if self.steps is not None else (s.quick_steps if self.quick else s.steps)
         options = run_options(s, steps=whole_number(steps, "steps", minimum=21), workers=2, layout="spread",
@@ -93,7 +92,7 @@ class MutantsRequest:
                                f"{' and '.join(info.modes)}); the mutants asked for need one true program with "
                                f"both modes at {options.steps} steps", "pass --programs (or --only) and --steps "
                                "that match it, or leave --control out to run the control again")
-        return options, programs, mutants, one_of(self.isolation or s.isolation, "isolation", ISOLATION_MODES)
+        return RunPlan(options, local_backend(s, self.isolation)), programs, mutants
 
 
 @dataclass
@@ -131,8 +130,8 @@ def run_mutants(settings: Settings, request: MutantsRequest, command: str, echo:
                 progress: Progress | None = None, download: DownloadProgress | None = None) -> MutantsResults:
     """Every control and mutant asked for, in order; the table is written after each row, so an
     interrupted catalogue keeps what it measured."""
-    options, programs, mutants, isolation = request.check(settings)
-    backend = make_backend(settings, "local", isolation)
+    plan, programs, mutants = request.plan(settings)
+    options, backend = plan.options, plan.backend
     claims = load_claims(settings.claims, list(PROGRAMS))
     folder = new_run_dir(settings.runs_dir)
     results = MutantsResults(str(folder), command, options.steps, datetime.now().isoformat(timespec="seconds"))
@@ -202,14 +201,13 @@ def _mutant_row(mutant: Mutant, run: Reproduction, control: Reproduction, claim:
     """The mutant's cluster judged against the control's standalone run."""
     base = control.evaluations.get("standalone")
     mine = run.evaluations.get("cluster")
-    base_p = precision_of(base) if base else None
-    mine_p = precision_of(mine) if mine else None
-    if run.error or base_p is None or mine_p is None or control.judgement is None or run.judgement is None:
+    unevaluated = any(e is None or not e.ok for e in (base, mine))
+    if run.error or unevaluated or control.judgement is None or run.judgement is None:
         why = run.error or control.error or "no evaluation of the mutant's or the control's run"
         return Row(mutant.program, mutant.slug, mutant.bug, mutant.expected, None, _logs(run), FAILED,
                    str(run.run_dir), why)
     course = loss_course(_losses(control, "standalone"), _losses(run, "cluster"), claim.loss_margin)
-    verdict = judge_learning(claim, base_p, mine_p, course)
+    verdict = judge_learning(claim, base, mine, course)
     outcome = {"DIFFERENT": CAUGHT, "INCONCLUSIVE": FLAGGED, "SAME": MISSED}[verdict.status]
     return Row(mutant.program, mutant.slug, mutant.bug, mutant.expected, verdict, _logs(run), outcome,
                str(run.run_dir), precisions=_precisions(control, run))

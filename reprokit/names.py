@@ -42,7 +42,7 @@ def server_name(job: str, task: int) -> str:
     return PS if job == "ps" else worker(task)
 
 
-def cluster_roles(workers: int) -> list[str]:
+def cluster_role_names(workers: int) -> list[str]:
     """ps, worker0..worker<N-1>, client: the order they start in."""
     return [PS, *(worker(i) for i in range(workers)), CLIENT]
 

@@ -1,29 +1,40 @@
-"""What a person asked for, checked: the options of a run, from the command line's text.
+"""What a person asked for, checked once into a frozen plan: the options of its runs and the
+backend they run on.
 
 Every option is checked here, before anything starts or any folder is made, and a bad one is a
 KitError that names the option, what was given, and what would do (never a Python traceback).
+The backend is built here too, the one place that builds one, so that a machine that cannot run
+it (no namespaces, no Docker) is refused at the same boundary. The experiment, the bench, the
+sweep and the mutants take a plan and never call back up.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from reprokit.commands import Echo, silent
 from reprokit.errors import KitError
 from reprokit.names import MODES
 from reprokit.programs import PROGRAMS
-from reprokit.run.backends import BACKENDS
-from reprokit.run.cluster import (
-    LAYOUTS,
-    load_cluster,
-    load_placement,
-    parse_cpu_overrides,
-)
+from reprokit.run.backends import BACKENDS, Backend
+from reprokit.run.cluster import LAYOUTS, Cluster, load_cluster, parse_cpu_overrides
 from reprokit.run.links import Link, parse_link, parse_links
-from reprokit.run.local import ISOLATION_MODES
+from reprokit.run.processes import ISOLATION_MODES
+from reprokit.run.registry import (
+    EXTERNAL,
+    BackendConfig,
+    build_backend,
+    build_swarm,
+    run_inputs,
+)
 from reprokit.run.tuning import Tuning, profile
 from reprokit.settings import Settings
+
+if TYPE_CHECKING:  # the Docker SDK is loaded only when a Swarm backend is built
+    from reprokit.run.swarm.backend import SwarmBackend
 
 
 @dataclass(frozen=True)
@@ -105,6 +116,25 @@ def run_options(settings: Settings, *, steps: Given, workers: Given, layout: str
 
 
 @dataclass(frozen=True)
+class RunPlan:
+    """A reproduction, checked: the options of its runs and the backend they run on."""
+
+    options: Options
+    backend: Backend
+
+
+def _config(s: Settings, name: str, isolation: str) -> BackendConfig:
+    """A backend's config with the settings' folders and watchdog; each plan adds its checked parts."""
+    return BackendConfig(name, run_inputs(s), s.watchdog, isolation)
+
+
+def local_backend(s: Settings, isolation: str | None) -> Backend:
+    """The local backend of the bench, the sweep and the mutants: ``isolation`` as typed (None:
+    invoke.yaml's), checked."""
+    return build_backend(_config(s, "local", one_of(isolation or s.isolation, "isolation", ISOLATION_MODES)))
+
+
+@dataclass(frozen=True)
 class Request:
     """A run as a task was asked for it, before any checking: the command line's text, None
     where the person gave nothing (invoke.yaml's setting then applies)."""
@@ -127,8 +157,6 @@ class Request:
 
     def options(self, s: Settings, workers: int | None = None) -> Options:
         steps = self.steps if self.steps is not None else (s.quick_steps if self.quick else s.steps)
-        if workers is None and self.cluster_file:
-            workers = len(load_cluster(Path(self.cluster_file)).workers)
         options = run_options(s, steps=steps, workers=workers or self.workers or s.workers,
                               layout=self.layout or s.layout, cpus=self.cpus or "",
                               source=self.source or s.data_source, run_id=self.run_id, tuning=self.tuning or s.tuning,
@@ -140,32 +168,39 @@ class Request:
                            f"runs the {' and '.join(self.modes)} mode only", "leave --repetitions out")
         return options
 
-    def backend_name(self, s: Settings) -> str:
-        return self.backend or s.backend
-
-    def isolation_mode(self, s: Settings) -> str:
-        return self.isolation or s.isolation
-
-    def placement(self) -> dict[str, str]:
-        """The cluster file's placement of roles on Swarm nodes; none without a cluster file."""
-        return load_placement(Path(self.cluster_file)) if self.cluster_file else {}
-
-    def checked_backend(self, s: Settings) -> tuple[Options, str, str]:
-        """The options, the backend's name and the isolation, checked together."""
-        options = self.options(s)
-        name, isolation = self.backend_name(s), self.isolation_mode(s)
+    def plan(self, s: Settings, echo: Echo = silent) -> RunPlan:
+        """`invoke reproduce` (and standalone): the options and the backend, checked together;
+        the cluster file, if any, read once for both its workers and its placement."""
+        cluster, placement = load_cluster(Path(self.cluster_file)) if self.cluster_file else (None, {})
+        options = self.options(s, workers=len(cluster.workers) if cluster else None)
+        name, isolation = self.backend or s.backend, self.isolation or s.isolation
         check_backend(name, isolation, options.tuning, self.link, self.cluster_file)
-        return options, name, isolation
+        config = replace(_config(s, name, isolation), link=self.link, placement=placement, echo=echo)
+        return RunPlan(options, build_backend(config))
+
+    def client_plan(self, s: Settings, cluster: Cluster) -> RunPlan:
+        """`invoke client`: the cluster mode against servers started elsewhere; only the client runs here."""
+        options = self.options(s, workers=len(cluster.workers))
+        return RunPlan(options, build_backend(replace(_config(s, EXTERNAL, "none"), cluster=cluster)))
+
+    def stack_plan(self, s: Settings, image: str | None) -> tuple[Options, SwarmBackend]:
+        """`invoke stack-file`: the cluster mode's options and a Swarm backend that only writes
+        stack files (no swarm needed)."""
+        cluster, placement = load_cluster(Path(self.cluster_file)) if self.cluster_file else (None, {})
+        options = replace(self.options(s, workers=len(cluster.workers) if cluster else None), modes=("cluster",))
+        return options, build_swarm(replace(_config(s, "swarm", s.isolation), placement=placement, image=image,
+                                            deploys=False))
 
 
 @dataclass(frozen=True)
-class BenchOptions:
-    """`invoke bench`, checked: the runs' options (the spread layout, 2 workers) and the bench's own."""
+class BenchPlan:
+    """`invoke bench`, checked: the runs' options (the spread layout, 2 workers), the local
+    backend they run on, and the bench's own."""
 
     options: Options
+    backend: Backend
     repetitions: int
     loss_steps: int
-    isolation: str
     variants_each_repetition: bool  # the ablation's changes alone in every repetition, or once
     programs: list[str]  # the programs whose rows are benched, in order
     tunings: list[str]  # the kit settings of the article's rows (only its session takes them)
@@ -181,30 +216,31 @@ class BenchRequest:
     programs: str | None = None
     tunings: str | None = None
 
-    def check(self, s: Settings) -> BenchOptions:
+    def plan(self, s: Settings) -> BenchPlan:
         steps = self.steps if self.steps is not None else s.bench_steps
         # The traced step is step 25: a bench run must log past it.
         whole_number(steps, "steps", minimum=31)
         options = run_options(s, steps=steps, workers=2, layout="spread", cpus="", source=self.source or s.data_source,
                               run_id=None, tuning="default", program="article", repetitions=1)
-        isolation = one_of(self.isolation or s.isolation, "isolation", ISOLATION_MODES)
-        return BenchOptions(options, whole_number(self.repetitions if self.repetitions is not None
-                                                  else s.bench_repetitions, "repetitions"),
-                            whole_number(self.loss_steps if self.loss_steps is not None else s.bench_loss_steps,
-                                         "loss-steps", minimum=0), isolation, s.bench_ablation_each_repetition,
-                            program_list(self.programs or s.bench_programs),
-                            tuning_list(self.tunings or s.bench_tunings))
+        repetitions = whole_number(self.repetitions if self.repetitions is not None else s.bench_repetitions,
+                                   "repetitions")
+        loss_steps = whole_number(self.loss_steps if self.loss_steps is not None else s.bench_loss_steps,
+                                  "loss-steps", minimum=0)
+        programs, tunings = program_list(self.programs or s.bench_programs), tuning_list(self.tunings or s.bench_tunings)
+        return BenchPlan(options, local_backend(s, self.isolation), repetitions, loss_steps,
+                         s.bench_ablation_each_repetition, programs, tunings)
 
 
 @dataclass(frozen=True)
-class SweepOptions:
-    """`invoke sweep`, checked: the worker counts (or, with links, the one count on simulated hosts)."""
+class SweepPlan:
+    """`invoke sweep`, checked: the worker counts (or, with links, the one count on simulated
+    hosts), the local backend, and the hosts backend of each link."""
 
     options: Options
+    backend: Backend
     worker_counts: list[int]
     programs: list[str]
-    links: list[Link]  # empty: the worker sweep; else the network sweep
-    isolation: str
+    links: list[tuple[Link, Backend]]  # each link and its hosts backend; none: the worker sweep, else the network sweep
 
 
 @dataclass(frozen=True)
@@ -217,7 +253,7 @@ class SweepRequest:
     programs: str | None = None
     link: str | None = None
 
-    def check(self, s: Settings) -> SweepOptions:
+    def plan(self, s: Settings) -> SweepPlan:
         steps = self.steps if self.steps is not None else s.sweep_steps
         whole_number(steps, "steps", minimum=21)
         links = parse_links(self.link) if self.link else []
@@ -226,8 +262,10 @@ class SweepRequest:
         options = run_options(s, steps=steps, workers=max(counts), layout="spread", cpus="",
                               source=self.source or s.data_source, run_id=None, tuning=self.tuning or s.tuning,
                               program="article", repetitions=1)
-        isolation = one_of(self.isolation or s.isolation, "isolation", ISOLATION_MODES)
-        return SweepOptions(options, counts, program_list(self.programs or s.sweep_programs), links, isolation)
+        programs = program_list(self.programs or s.sweep_programs)
+        local = local_backend(s, self.isolation)
+        return SweepPlan(options, local, counts, programs,
+                         [(link, build_backend(replace(_config(s, "hosts", "none"), link=link.name))) for link in links])
 
 
 def check_backend(backend: str, isolation: str, tuning: Tuning, link: str = "none",

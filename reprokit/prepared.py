@@ -4,7 +4,8 @@ Every task that makes runs (reproduce, standalone, client, stack-file, bench, sw
 :func:`prepare` with its checked options. It checks the CPU layout, applies the patches, builds
 the request-id fix, and only then makes the run folder and writes run.json, so that a bad
 option, a drifted upstream or a corrupt patch leaves no half-made folder behind. What it
-returns is all the run needs: nothing is read back from disk.
+returns is all the run needs: nothing is read back from disk. A reproduction and a bench then
+run the same first two stages, `input_stages`: what preparing did, and the data.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+from reprokit.data.download import DownloadProgress
+from reprokit.data.prepare import DataResult, prepare_data
 from reprokit.names import MODES
 from reprokit.options import Options
 from reprokit.programs import PROGRAMS
@@ -24,6 +27,7 @@ from reprokit.runs import RUN_KINDS, RunInfo, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources import workspace
 from reprokit.sources.mutants import mutant_of
+from reprokit.stages import Stages
 
 
 @dataclass(frozen=True)
@@ -66,3 +70,19 @@ def prepare(settings: Settings, options: Options, kind: str = "run") -> Prepared
              f"request-id fix: {fix.summary}",
              f"run folder {run_dir} and its run.json, in {time.monotonic() - started:.1f} s")
     return Prepared(run_dir, info, sources.resolve(), fix, layout, lines, trainers)
+
+
+def input_stages(stages: Stages, settings: Settings, options: Options, prepared: Prepared,
+                 download: DownloadProgress | None) -> DataResult:
+    """The first stages of every run folder: "prepare" logs what preparing did, "data" gets the
+    data set (downloaded, copied or generated, and checked)."""
+    with stages.stage("prepare") as say:
+        for line in prepared.lines:
+            say(line)
+    with stages.stage("data") as say:
+        data = prepare_data(options.data_source, settings.data_dir, records_per_file=options.synthetic_records,
+                            progress=download)
+        say(f"data: {data.source} in {data.batches_dir}")
+        if data.notice:
+            say("NOTICE: " + data.notice)
+    return data

@@ -16,15 +16,15 @@ from reprokit import options as optionslib
 from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
 from reprokit.judge.claims import load_claims
+from reprokit.judge.evaluation import Evaluation
 from reprokit.judge.judgement import judge_run
 from reprokit.mutation import MutantsRequest, MutantsResults, run_mutants, table_lines
 from reprokit.names import REPORT
 from reprokit.programs import PROGRAMS
 from reprokit.report import markdown as reportlib
-from reprokit.report.results import ArticleFigures, Evaluation
+from reprokit.report.results import ArticleFigures
 from reprokit.run import manual
 from reprokit.run.cluster import cluster_from
-from reprokit.run.registry import make_backend
 from reprokit.runs import find_run
 from reprokit.settings import Settings
 from reprokit.sources import teaching, workspace
@@ -135,7 +135,9 @@ def finish(out: Out, result: experiment.Reproduction) -> experiment.Reproduction
 
 
 def reproduce(out: Out, s: Settings, request: optionslib.Request) -> experiment.Reproduction:
-    return finish(out, experiment.run(s, request, out, step_progress(out), download_progress(out)))
+    plan = request.plan(s, out)
+    return finish(out, experiment.reproduce(s, plan.options, plan.backend, out, step_progress(out),
+                                            download_progress(out)))
 
 
 def mutants(out: Out, s: Settings, request: MutantsRequest, command: str) -> MutantsResults:
@@ -148,7 +150,8 @@ def mutants(out: Out, s: Settings, request: MutantsRequest, command: str) -> Mut
 
 
 def stack_file(out: Out, s: Settings, request: optionslib.Request, image: str | None) -> None:
-    path = experiment.write_stack(s, request, image, out)
+    options, writer = request.stack_plan(s, image)
+    path = experiment.write_stack(s, options, writer, out)
     out(f"wrote {path}")
     out(f"deploy it: docker stack deploy --resolve-image never -c {path} <name>  (see its first lines)")
 
@@ -157,9 +160,11 @@ def client(out: Out, s: Settings, request: optionslib.Request, cluster_file: str
            workers: str | None) -> experiment.Reproduction:
     """The cluster trainer against servers started elsewhere, judged like a reproduction."""
     cluster = cluster_from(cluster_file, ps, workers)
+    plan = request.client_plan(s, cluster)
     manual.require_reachable(cluster)
     out(f"client: session on grpc://{cluster.ps}")
-    return finish(out, experiment.run_client(s, request, cluster, out, step_progress(out), download_progress(out)))
+    return finish(out, experiment.reproduce(s, plan.options, plan.backend, out, step_progress(out),
+                                            download_progress(out)))
 
 
 def serve(out: Out, s: Settings, job: str, task: optionslib.Given, cluster_file: str | None, ps: str | None,
@@ -205,10 +210,10 @@ def bench(out: Out, s: Settings, request: optionslib.BenchRequest) -> BenchResul
     from reprokit.bench.comparison import rows_for, run_bench
     from reprokit.bench.tables import bench_lines, plot_bench
 
-    asked = request.check(s)
+    asked = request.plan(s)
     article = _article(s)
     rows = rows_for(asked.programs, asked.tunings)
-    backend = make_backend(s, "local", asked.isolation)
+    backend = asked.backend
     out(f"bench: {asked.repetitions} repetitions of {len(rows)} rows ({'; '.join(r.name for r in rows)}), each with "
         f"its program's standalone (1 CPU) and its cluster (spread), {asked.options.steps} steps a run")
     out(f"servers listen on: {backend.exposure(backend.cluster(2)).where}")
@@ -224,22 +229,21 @@ def sweep(out: Out, s: Settings, request: optionslib.SweepRequest) -> SweepResul
     from reprokit.bench.network import run_network_sweep
     from reprokit.bench.sweep import run_sweep
     from reprokit.bench.tables import (
-        network_lines,
+        network_sweep_lines,
         plot_network,
         plot_sweep,
         sweep_lines,
     )
 
-    asked = request.check(s)
+    asked = request.plan(s)
     article = _article(s)
-    local = make_backend(s, "local", asked.isolation)
+    local = asked.backend
     if asked.links:
         (n,) = asked.worker_counts
-        out(f"network sweep: {', '.join(link.name for link in asked.links)}; {n} workers on simulated hosts, "
+        out(f"network sweep: {', '.join(link.name for link, _ in asked.links)}; {n} workers on simulated hosts, "
             f"programs {', '.join(asked.programs)}")
-        network = run_network_sweep(s, local, lambda name: make_backend(s, "hosts", asked.isolation, link=name),
-                                    asked.options, links=asked.links, programs=asked.programs, echo=out)
-        _show(out, network, network_lines(network),
+        network = run_network_sweep(s, local, asked.links, asked.options, programs=asked.programs, echo=out)
+        _show(out, network, network_sweep_lines(network),
               plot_network(network, Path(network.folder) / "network.png", article))
         return network
     out(f"servers listen on: {local.exposure(local.cluster(max(asked.worker_counts))).where}")

@@ -25,7 +25,7 @@ from reprokit.judge.logs import parse_log, step_fields
 from reprokit.names import PLOT, REPORT, RESULTS
 from reprokit.options import Options
 from reprokit.report.results import RunResults
-from reprokit.run.local import LocalBackend
+from reprokit.run.processes import Loopback, ProcessBackend
 from reprokit.runs import RunInfo
 from tests.support import REPO
 from tests.support.kit import (
@@ -53,7 +53,7 @@ class Finished:
     result: Reproduction
     said: list[str]
     progress: list[tuple[str, int]]
-    backend: LocalBackend
+    backend: ProcessBackend
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +62,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory, kit_inputs: KitInputs) ->
     settings = kit_settings(tmp_path_factory.mktemp("runs"), kit_inputs)
     said: list[str] = []
     progress: list[tuple[str, int]] = []
-    backend = LocalBackend(settings.isolation, watchdog=settings.watchdog)
+    backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog)
     result = reproduce(settings, options("it"), backend, said.append,
                        lambda role, step, rate: progress.append((role, step)))
     return Finished(result, said, progress, backend)
@@ -132,10 +132,10 @@ def test_the_cluster_ran_in_a_private_network_namespace_when_there_is_one(finish
     """The results say how the servers were exposed: with a namespace, nowhere."""
     backend = json.loads((finished.result.run_dir / RESULTS).read_text())["backend"]
     assert finished.backend.facts() == backend
-    if finished.backend.isolation.isolated:
+    if finished.backend.network.isolated:
         assert "private network namespace" == backend["isolation"]
     else:
-        assert finished.backend.isolation.reason == backend["isolation_note"]
+        assert finished.backend.network.reason == backend["isolation_note"]
 
 
 @pytest.mark.slow
@@ -182,7 +182,7 @@ def test_a_run_folder_from_an_older_run_is_never_overwritten(tmp_path: Path, kit
     old.mkdir(parents=True)
     (old / "results.json").write_text('{"verdict": "PASS"}')
     with pytest.raises(RunFolderExistsError, match=f"run folder {old} already exists"):
-        reproduce(settings, options("it"), LocalBackend("none", watchdog=settings.watchdog), lambda line: None)
+        reproduce(settings, options("it"), ProcessBackend(Loopback.choose("none"), settings.watchdog), lambda line: None)
     assert ["results.json"] == [p.name for p in old.iterdir()]
     assert '{"verdict": "PASS"}' == (old / "results.json").read_text()
 
@@ -195,7 +195,7 @@ def test_a_failed_stage_still_tears_down_and_writes_the_report(tmp_path: Path, k
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        backend = LocalBackend("none", first_port=port, watchdog=settings.watchdog)
+        backend = ProcessBackend(Loopback.choose("none", first_port=port), settings.watchdog)
         result = reproduce(settings, options("busy", modes=("cluster",)), backend, lambda line: None)
     assert f"port {port} for the ps role" in result.error
     assert not result.passed
@@ -249,14 +249,11 @@ def test_ctrl_c_during_training_stops_every_process_of_the_run(tmp_path: Path, k
 def test_a_bad_cpus_override_fails_before_any_run_folder_exists(tmp_path: Path, kit_inputs: KitInputs):
     """--cpus naming a role the run has not is refused, and runs/ gets no empty folder."""
     from reprokit.errors import KitError
-    from reprokit.experiment import reproduce
-    from reprokit.run.local import LocalBackend
-    from tests.support.kit import kit_settings
 
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     options = kit_options(21, data_source="auto", cpus={"worker7": "0"})
     with pytest.raises(KitError, match="worker7"):
-        reproduce(settings, options, LocalBackend("none", watchdog=settings.watchdog), lambda _: None)
+        reproduce(settings, options, ProcessBackend(Loopback.choose("none"), settings.watchdog), lambda _: None)
     assert not (tmp_path / "runs").exists() or [] == list((tmp_path / "runs").iterdir())
 
 
@@ -271,7 +268,7 @@ def test_repetitions_alternate_the_pairs_and_judge_the_claim_on_all_of_them(tmp_
     from reprokit.names import repetition_dir
 
     settings = kit_settings(tmp_path / "runs", kit_inputs)
-    backend = LocalBackend(settings.isolation, watchdog=settings.watchdog)
+    backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog)
     said: list[str] = []
     result = reproduce(settings, replace(options("twice"), repetitions=2), backend, said.append)
     assert "" == result.error and result.passed

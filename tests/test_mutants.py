@@ -67,6 +67,6 @@ def test_a_control_run_that_does_not_match_the_mutants_is_refused(tmp_path: Path
     settings = from_mapping({"runs_dir": str(tmp_path / "runs")}, root=REPO)
     shutil.copytree(SAMPLES / "runs" / "lesson-quick", tmp_path / "runs" / "lesson-quick")
     with pytest.raises(KitError, match="is a run of the lesson program") as caught:
-        MutantsRequest(only="fifth-rate", control="lesson-quick").check(settings)
+        MutantsRequest(only="fifth-rate", control="lesson-quick").plan(settings)
     assert "pass --programs (or --only) and --steps that match it" in caught.value.hint
     assert ["lesson-quick"] == [p.name for p in (tmp_path / "runs").iterdir()]

@@ -50,7 +50,7 @@ def test_a_bench_folder_is_prepared_the_same_way_but_is_not_a_run_to_report(
     """bench, sweep and network folders carry run.json with their kind; `latest` skips them."""
     settings = settings_for(kit)
     run = prepare(settings, Request(steps=31, run_id="a-run").options(settings))
-    bench = prepare(settings, BenchRequest(steps=31).check(settings).options, "bench")
+    bench = prepare(settings, BenchRequest(steps=31).plan(settings).options, "bench")
     assert "bench" == json.loads((bench.run_dir / RUN_FILE).read_text())["kind"]
     assert run.run_dir == find_run(settings.runs_dir, "latest")
 
@@ -59,8 +59,8 @@ def test_bench_and_sweep_options_are_checked_by_the_same_code_as_reproduces() ->
     """A bad --steps is the same error line whichever task it was given to."""
     settings = from_mapping({}, REPO)
     messages = []
-    for check in (lambda: Request(steps="ten").options(settings), lambda: BenchRequest(steps="ten").check(settings),
-                  lambda: SweepRequest(steps="ten").check(settings)):
+    for check in (lambda: Request(steps="ten").options(settings), lambda: BenchRequest(steps="ten").plan(settings),
+                  lambda: SweepRequest(steps="ten").plan(settings)):
         with pytest.raises(KitError) as caught:
             check()
         messages.append(caught.value.message)
@@ -71,24 +71,24 @@ def test_bench_and_sweep_defaults_come_from_invoke_yaml() -> None:
     """Nothing given: the repetitions, steps, worker counts and programs are invoke.yaml's."""
     config = yaml.safe_load(KIT_CONFIG.read_text())["reprokit"]
     settings = from_mapping({}, REPO)
-    bench, sweep = BenchRequest().check(settings), SweepRequest().check(settings)
+    bench, sweep = BenchRequest().plan(settings), SweepRequest().plan(settings)
     assert (config["bench_repetitions"], config["bench_steps"], config["bench_loss_steps"]) == \
         (bench.repetitions, bench.options.steps, bench.loss_steps)
     assert config["bench_programs"].split(",") == bench.programs
     assert ([int(n) for n in config["sweep_workers"].split(",")], config["sweep_steps"]) == \
         (sweep.worker_counts, sweep.options.steps)
-    network = SweepRequest(link="none,1gbit").check(settings)
-    assert ([config["network_workers"]], ["none", "1gbit"]) == (network.worker_counts, [l.name for l in network.links])
+    network = SweepRequest(link="none,1gbit").plan(settings)
+    assert ([config["network_workers"]], ["none", "1gbit"]) == (network.worker_counts, [link.name for link, _ in network.links])
 
 
 def test_bench_programs_are_named_like_the_sweeps_all_for_every_one() -> None:
     """--programs overrides invoke.yaml's bench_programs; 'all' is every program of patches/series."""
     settings = from_mapping({"bench_programs": "lesson"}, REPO)
-    assert ["lesson"] == BenchRequest().check(settings).programs
-    assert list(PROGRAMS) == BenchRequest(programs="all").check(settings).programs
-    assert ["tf2-ps", "article"] == BenchRequest(programs="tf2-ps, article").check(settings).programs
+    assert ["lesson"] == BenchRequest().plan(settings).programs
+    assert list(PROGRAMS) == BenchRequest(programs="all").plan(settings).programs
+    assert ["tf2-ps", "article"] == BenchRequest(programs="tf2-ps, article").plan(settings).programs
     with pytest.raises(KitError, match="unknown --program 'tf3'"):
-        BenchRequest(programs="article,tf3").check(settings)
+        BenchRequest(programs="article,tf3").plan(settings)
 
 
 def test_every_default_lives_in_invoke_yaml_and_nowhere_else() -> None:

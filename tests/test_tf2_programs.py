@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.experiment import Reproduction, reproduce
-from reprokit.run.local import LocalBackend
+from reprokit.run.processes import Loopback, ProcessBackend
 from tests.support.kit import STEPS, KitInputs, kit_options, kit_settings
 
 pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]
@@ -32,7 +32,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory, kit_inputs: KitInputs) ->
     for program in PROGRAMS:
         settings = kit_settings(tmp_path_factory.mktemp(program), kit_inputs)
         said: list[str] = []
-        backend = LocalBackend(settings.isolation, watchdog=settings.watchdog)
+        backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog)
         options = kit_options(STEPS, 2, run_id=program, program=program)
         found[program] = Finished(reproduce(settings, options, backend, said.append), said)
     return found

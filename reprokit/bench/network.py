@@ -12,7 +12,7 @@ different moments, and the ps's link carries every worker's traffic.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 
 from reprokit.bench.results import (
     NetworkPoint,
@@ -70,8 +70,8 @@ def predict(points: list[NetworkPoint], standalone_rate: float | None, workers: 
                       alone_s is not None and alone_s <= step_s)
 
 
-def run_network_sweep(settings: Settings, local: Backend, hosts: Callable[[str], Backend], options: Options, *,
-                      links: list[Link], programs: list[str], echo: Echo) -> NetworkResults:
+def run_network_sweep(settings: Settings, local: Backend, links: list[tuple[Link, Backend]], options: Options, *,
+                      programs: list[str], echo: Echo) -> NetworkResults:
     """For each program: one standalone run, then the cluster on simulated hosts at each link;
     each point's speed-up is one pair (its cluster, the standalone): the within-run interval."""
     bench = Bench(settings, local, options, echo, "network")
@@ -81,14 +81,14 @@ def run_network_sweep(settings: Settings, local: Backend, hosts: Callable[[str],
         standalone = bench.run("standalone", program=program)
         alone = rate_of([standalone])
         points = []
-        for link in links:
-            run = bench.run("cluster", workers, f"-{link.name}", program=program, backend=hosts(link.name))
+        for link, hosts in links:
+            run = bench.run("cluster", workers, f"-{link.name}", program=program, backend=hosts)
             points.append(NetworkPoint(link.name, None if link.bits_per_s is None else float(link.bits_per_s), run,
                                        rate_of([run]), speedup_of([(run, standalone)])))
         found[program] = NetworkProgram(standalone, alone, points,
                                         predict(points, alone.value if alone else None, workers))
     results = NetworkResults(str(bench.dir), options.steps, WARMUP_RULE, METHOD, workers, options.tuning,
-                             [link.name for link in links], found)
+                             [link.name for link, _ in links], found)
     results.write(bench.dir)
     return results
 

@@ -1,7 +1,8 @@
 """The benchmark's runs: an experiment's roles run once per call, each in a folder of its own,
 with the rate measured by the kit's one warm-up rule (reprokit.judge.speed).
 
-`Bench` verifies the kit, applies the patches, gets the data and builds the request-id fix once;
+`Bench` verifies the kit, then prepares its folder and runs the data stage as a reproduction does
+(reprokit.prepared), once;
 `run` then runs one mode with any program, kit settings, backend or trainer file, instruments
 attached if asked; `run_ceiling` runs two standalones at once, one per CPU (the machine's
 ceiling). `invoke bench` (comparison.py) and `invoke sweep` (sweep.py, network.py) are
@@ -22,14 +23,13 @@ from reprokit.bench.results import BenchRun, CpuShare, LastLoss
 from reprokit.bench.tf2_trace import join_worker_traces
 from reprokit.bench.timeline import Trace
 from reprokit.commands import Echo
-from reprokit.data.prepare import prepare_data
 from reprokit.errors import ClusterError
 from reprokit.judge.logs import parse_log, step_fields
 from reprokit.judge.speed import run_rate, step_rates
 from reprokit.judge.threads import dead_input_threads
 from reprokit.names import STANDALONE, log_path
 from reprokit.options import Options
-from reprokit.prepared import prepare
+from reprokit.prepared import input_stages, prepare
 from reprokit.programs import PROGRAMS
 from reprokit.run.backends import Backend
 from reprokit.run.cluster import CpuLayout, available_cpus, make_layout
@@ -39,6 +39,7 @@ from reprokit.run.runner import Outcome
 from reprokit.run.tuning import Tuning
 from reprokit.settings import Settings
 from reprokit.sources.verify import run_checks
+from reprokit.stages import Stages
 
 # The ceiling's two concurrent standalones: the first is the main role, whose end ends the run.
 CEILING_ROLES = (STANDALONE, f"{STANDALONE}1")
@@ -60,8 +61,8 @@ class Bench:
         self.dir = self.prepared.run_dir
         self.fix = self.prepared.fix
         self.sources = self.prepared.sources
-        echo(f"request-id fix: {self.fix.summary}")
-        self.data = prepare_data(options.data_source, settings.data_dir, records_per_file=options.synthetic_records)
+        # The same first stages as a reproduction's, logged in the bench's folder the same way.
+        self.data = input_stages(Stages(self.dir, echo), settings, options, self.prepared, None)
         # A benchmark is an experiment with other options: the same roles, the spread layout.
         self.options = options
         self.counter = 0

@@ -58,31 +58,25 @@ def _check_address(address: str, what: str) -> str:
     return address
 
 
-def load_placement(path: Path) -> dict[str, str]:
-    """The cluster file's optional "placement": {role: node hostname, or a Swarm constraint}."""
-    try:
-        placement = json.loads(path.read_text()).get("placement", {})
-    except (OSError, ValueError, AttributeError) as exc:
-        raise KitError(f"{path}: cannot read a cluster description: {exc}",
-                       'write JSON like {"ps": [...], "worker": [...], "placement": {"ps": "node-a"}}') from exc
-    if not isinstance(placement, dict) or not all(isinstance(v, str) for v in placement.values()):
-        raise KitError(f"{path}: placement must map roles to node names or constraints",
-                       'e.g. "placement": {"ps": "node-a", "worker0": "node.labels.zone == b"}')
-    return placement
-
-
-def load_cluster(path: Path) -> Cluster:
-    """A cluster file: JSON {"ps": ["host:port"], "worker": ["host:port", ...]}, the article's shape."""
+def load_cluster(path: Path) -> tuple[Cluster, dict[str, str]]:
+    """A cluster file, read once: JSON {"ps": ["host:port"], "worker": ["host:port", ...]}, the
+    article's shape, and its optional "placement" {role: node hostname, or a Swarm constraint}."""
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
         raise KitError(f"{path}: cannot read a cluster description: {exc}",
                        'write JSON like {"ps": ["172.17.0.2:2222"], "worker": ["172.17.0.3:2222"]}') from exc
-    ps, workers = data.get("ps", []), data.get("worker", [])
+    if not isinstance(data, dict):
+        raise KitError(f"{path}: a cluster description is a JSON object, not {type(data).__name__}",
+                       'write JSON like {"ps": ["172.17.0.2:2222"], "worker": ["172.17.0.3:2222"]}')
+    ps, workers, placement = data.get("ps", []), data.get("worker", []), data.get("placement", {})
     if len(ps) != 1 or not workers:
         raise KitError(f"{path}: needs exactly one ps and at least one worker, found {len(ps)} and {len(workers)}")
-    return Cluster(_check_address(ps[0], f"{path} ps"),
-                   tuple(_check_address(w, f"{path} worker") for w in workers))
+    if not isinstance(placement, dict) or not all(isinstance(v, str) for v in placement.values()):
+        raise KitError(f"{path}: placement must map roles to node names or constraints",
+                       'e.g. "placement": {"ps": "node-a", "worker0": "node.labels.zone == b"}')
+    cluster = Cluster(_check_address(ps[0], f"{path} ps"), tuple(_check_address(w, f"{path} worker") for w in workers))
+    return cluster, placement
 
 
 def cluster_from(cluster_file: str | None, ps: str | None, workers: str | None) -> Cluster:
@@ -90,7 +84,7 @@ def cluster_from(cluster_file: str | None, ps: str | None, workers: str | None) 
     if cluster_file and (ps or workers):
         raise KitError("both --cluster and --ps/--workers given", "pass one of them")
     if cluster_file:
-        return load_cluster(Path(cluster_file))
+        return load_cluster(Path(cluster_file))[0]
     if ps and workers:
         return Cluster(_check_address(ps, "--ps"),
                        tuple(_check_address(w.strip(), "--workers") for w in workers.split(",") if w.strip()))

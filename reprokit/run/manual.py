@@ -2,8 +2,9 @@
 
 `invoke ps` and `invoke worker` serve one task of a cluster in the foreground (`serve`);
 `invoke client` trains against servers started elsewhere. The client's run is an ordinary
-reproduction of the cluster mode whose backend (`ExternalCluster`) starts only the client:
-it gets the same stages, run folder, rules verdict and report as `invoke reproduce`.
+reproduction of the cluster mode on the process backend whose network is the external servers
+(processes.ExternalServers), which starts only the client: it gets the same stages, run folder,
+rules verdict and report as `invoke reproduce`.
 """
 
 from __future__ import annotations
@@ -12,18 +13,13 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-from dataclasses import replace
-from pathlib import Path
 
 from reprokit import commands
 from reprokit.errors import ClusterError, KitError
 from reprokit.names import ROLE_SERVER
-from reprokit.run.backends import Exposure
 from reprokit.run.cluster import Cluster
 from reprokit.run.roles import RoleSpec, server_role
-from reprokit.run.runner import Outcome, Progress, Watchdog, signal_phrase
-from reprokit.run.supervisor import Isolation, Plan, run_plan
+from reprokit.run.runner import signal_phrase
 
 SERVE_WARNING = ("TensorFlow's gRPC server is unauthenticated and listens on every interface of this "
                  "machine: anyone who can reach {port} can run any op on it, file reads and writes included")
@@ -66,38 +62,3 @@ def require_reachable(cluster: Cluster, timeout: float = 5.0) -> None:
     except OSError as exc:
         raise ClusterError(f"the ps at {cluster.ps} is not reachable: {exc}",
                            "start it first with `invoke ps --cluster FILE` on that machine") from None
-
-
-class ExternalCluster:
-    """A backend for a cluster whose servers run elsewhere: only the client runs here."""
-
-    name = "external"
-    python = sys.executable
-    role_server = str(ROLE_SERVER)
-    client_waits = False
-
-    def __init__(self, cluster: Cluster, watchdog: Watchdog) -> None:
-        self.given = cluster
-        self.watchdog = watchdog
-
-    def cluster(self, workers: int) -> Cluster:
-        if workers != len(self.given.workers):
-            raise KitError(f"the cluster file has {len(self.given.workers)} workers, the run asked for {workers}")
-        return self.given
-
-    def exposure(self, cluster: Cluster) -> Exposure:
-        return Exposure(f"no server is started here; the cluster's servers ({', '.join(cluster.addresses().values())})"
-                        " listen where `invoke ps` and `invoke worker` started them", beyond_run=False)
-
-    def facts(self) -> dict[str, str]:
-        return {"backend": self.name, "cluster": str(self.given.spec), "exposed": self.exposure(self.given).where}
-
-    def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
-        # The client alone, on any CPU: this machine runs nothing else of the cluster. It runs on
-        # the host network, the only one from which the servers elsewhere can be reached.
-        client = [replace(r, cpus="") for r in roles if r.name == main]
-        plan = Plan(str(run_dir), client, main, self.watchdog, False)
-        return run_plan(plan, isolation=Isolation(False, "the servers run elsewhere"), progress=progress)
-
-    def teardown(self) -> list[str]:
-        return []

@@ -1,6 +1,6 @@
 """The supervisor: a process of its own that runs a plan's roles with the runner, and the
-launcher side that starts it (run_plan), which the local, hosts and external-cluster backends
-share.
+launcher side that starts it (run_plan), through which the process backend (processes.py) runs
+every network of its.
 
     python -m reprokit.run.supervisor PLAN.json
 
@@ -12,7 +12,7 @@ the outcome in runs/<id>/<main>.outcome.json. SIGTERM or SIGINT stop the run in 
 
 The launcher side writes the plan, starts the supervisor (in a network namespace of its own or
 not), relays its progress, reads its outcome, and stops it on Ctrl-C or SIGTERM. Which roles and
-which network are the backends' own business.
+which network are the process backend's business.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ class Plan:
     roles: list[RoleSpec]
     main: str
     watchdog: Watchdog
-    isolated: bool = False  # inside a fresh network namespace: bring its loopback up first
+    isolated: bool = False  # in a network namespace of its own: the launcher unshares, the supervisor brings lo up
     hosts: dict[str, str] = field(default_factory=dict)  # role -> address: a simulated host per role
     link: str = "none"  # the hosts' links' bandwidth (reprokit.run.links)
 
@@ -60,7 +60,7 @@ class Plan:
         return json.dumps({**asdict(self), "roles": [r.to_json() for r in self.roles]}, indent=1)
 
     @classmethod
-    def from_json(cls, text: str) -> "Plan":
+    def from_json(cls, text: str) -> Plan:
         data = json.loads(text)
         data["roles"] = [RoleSpec.from_json(r) for r in data["roles"]]
         data["watchdog"] = Watchdog(**data["watchdog"])
@@ -142,21 +142,13 @@ def main(plan_path: str) -> int:
 STOP_GRACE_S = 20.0
 
 
-@dataclass(frozen=True)
-class Isolation:
-    """Whether the supervisor gets its own network namespace, and why not if not."""
-
-    isolated: bool
-    reason: str = ""
-
-
-def run_plan(plan: Plan, *, isolation: Isolation, progress: Progress | None = None) -> Outcome:
+def run_plan(plan: Plan, *, progress: Progress | None = None) -> Outcome:
     """Run a plan under a supervisor process; Ctrl-C or SIGTERM stop every role."""
     run_dir = Path(plan.run_dir)
     plan_path = run_dir / f"{plan.main}.plan.json"
     write_text(plan_path, plan.to_json())
     argv = [sys.executable, "-m", "reprokit.run.supervisor", str(plan_path)]
-    if isolation.isolated:
+    if plan.isolated:
         argv = netns.unshare_prefix() + argv
     env = {**os.environ, PARENT_ENV: str(os.getpid()),
            "PYTHONPATH": os.pathsep.join(filter(None, [PACKAGE_PARENT, os.environ.get("PYTHONPATH")]))}

@@ -15,7 +15,7 @@ from reprokit.bench.sweep import run_sweep
 from reprokit.bench.tables import plot_sweep, sweep_lines
 from reprokit.judge.speed import METHOD, WARMUP_RULE, ratio_estimate
 from reprokit.options import Options
-from reprokit.run.local import LocalBackend
+from reprokit.run.processes import Loopback, ProcessBackend
 from reprokit.sources.workspace import expected_files
 from tests.support import REPO
 from tests.support.kit import (
@@ -48,7 +48,7 @@ def bench_options(workers: int = 2) -> Options:
 @pytest.fixture(scope="module")
 def bench_results(kit_inputs: KitInputs, tmp_path_factory: pytest.TempPathFactory) -> BenchResults:
     runs = tmp_path_factory.mktemp("bench-runs")
-    return run_bench(kit_settings(runs, kit_inputs), LocalBackend("auto", watchdog=kit_watchdog()), bench_options(),
+    return run_bench(kit_settings(runs, kit_inputs), ProcessBackend(Loopback.choose("auto"), kit_watchdog()), bench_options(),
                      repetitions=1, echo=lambda line: None, variants_each_repetition=True)
 
 
@@ -108,7 +108,7 @@ def test_sweep_runs_each_programs_cluster_per_worker_count(kit_inputs: KitInputs
     program's standalone."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     programs = ("article", "lesson", "tf2-mirrored", "tf2-ps")
-    results = run_sweep(settings, LocalBackend("auto", watchdog=kit_watchdog()), bench_options(workers=1),
+    results = run_sweep(settings, ProcessBackend(Loopback.choose("auto"), kit_watchdog()), bench_options(workers=1),
                         worker_counts=[1], echo=lambda _: None, programs=programs)
     assert programs == tuple(results.programs)
     for program in programs:

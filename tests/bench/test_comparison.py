@@ -21,7 +21,7 @@ from reprokit.bench.runs import CEILING_ROLES, ceiling_roles
 from reprokit.errors import KitError
 from reprokit.names import hostname
 from reprokit.options import program_list, tuning_list
-from reprokit.run.local import LocalBackend
+from reprokit.run.processes import Loopback, ProcessBackend
 from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.tuning import Tuning
 from tests.support.kit import kit_options, kit_watchdog
@@ -114,7 +114,7 @@ def test_the_default_repetition_pairs_each_cluster_with_its_standalone_and_has_n
 def test_the_ceiling_is_two_standalones_each_on_its_own_cpu_with_its_own_train_dir(tmp_path: Path) -> None:
     """The main role starts last; the other one's end (exit 0) is not a death."""
     options = kit_options(31, 1, synthetic_records=100, program="tf2-ps")
-    backend = LocalBackend("none", watchdog=kit_watchdog())
+    backend = ProcessBackend(Loopback.choose("none"), kit_watchdog())
     second, first = ceiling_roles(options, backend, tmp_path / "src", tmp_path / "data", tmp_path / "run",
                                   RequestIdFix(None), [4, 7])
     assert (("standalone1", "7", True), ("standalone", "4", False)) == \
@@ -128,7 +128,7 @@ def test_the_ceiling_is_two_standalones_each_on_its_own_cpu_with_its_own_train_d
 
 def test_on_one_cpu_the_ceilings_standalones_share_it(tmp_path: Path) -> None:
     options = kit_options(31, 1, synthetic_records=100, program="tf2-mirrored")
-    backend = LocalBackend("none", watchdog=kit_watchdog())
+    backend = ProcessBackend(Loopback.choose("none"), kit_watchdog())
     roles = ceiling_roles(options, backend, tmp_path, tmp_path, tmp_path, RequestIdFix(None), [3])
     assert ["3", "3"] == [role.cpus for role in roles]
 

@@ -15,8 +15,8 @@ from reprokit.bench.results import (
     rate_of,
     speedup_of,
 )
-from reprokit.bench.tables import figure, network_lines, plot_network
-from reprokit.judge.speed import Estimate
+from reprokit.bench.tables import network_sweep_lines, plot_network
+from reprokit.judge.speed import Estimate, format_estimate
 from reprokit.run.tuning import PROFILES
 from tests.support.kit import article_figures
 
@@ -76,9 +76,9 @@ def test_the_network_table_and_plot_show_each_links_speedup_with_its_interval(tm
     results = NetworkResults("folder", 31, "rule", "method", 2, PROFILES["default"], ["none", "1gbit"],
                              {"article": NetworkProgram(alone, rate_of([alone]), points,
                                                         predict(points, 1000.0, 2))})
-    lines = network_lines(results)
+    lines = network_sweep_lines(results)
     assert points[1].speedup is not None and "within one repetition (bootstrap of steps)" == points[1].speedup.method
-    assert any(line.startswith(f"| 1gbit | {figure(points[1].rate, '', 1)} | {figure(points[1].speedup)} |")
-               for line in lines)
+    assert any(line.startswith(f"| 1gbit | {format_estimate(points[1].rate, '', 1, brief=True)} | "
+                               f"{format_estimate(points[1].speedup, brief=True)} |") for line in lines)
     assert "method: within one repetition (bootstrap of steps)" in lines[1]
     assert plot_network(results, tmp_path / "network.png", article_figures()).read_bytes().startswith(b"\x89PNG")

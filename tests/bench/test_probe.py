@@ -14,7 +14,7 @@ from reprokit.bench.chrome_trace import CLIENT
 from reprokit.bench.probe import NodeStats, step_trace
 from reprokit.programs import PROGRAMS
 from reprokit.run.cluster import make_layout
-from reprokit.run.local import LocalBackend
+from reprokit.run.processes import Loopback, ProcessBackend
 from reprokit.run.roles import Instruments
 from tests.support.kit import STEPS, KitInputs, kit_options, kit_watchdog
 from tests.support.processes import free_port
@@ -62,7 +62,7 @@ def test_a_real_traced_cluster_step_opens_as_a_chrome_trace_of_every_role(kit_in
     """ps, 2 workers and the client, one step traced: probe.json names trace-step<N>.json beside
     it, which json.load reads, with op events on the ps's and both workers' devices and the
     client's Session.run."""
-    backend = LocalBackend("auto", first_port=free_port(), watchdog=kit_watchdog())
+    backend = ProcessBackend(Loopback.choose("auto", first_port=free_port()), kit_watchdog())
     options = kit_options(STEPS, 2)
     traced_step = STEPS - 1
     roles = PROGRAMS["article"].roles("cluster", options, make_layout("spread", 2), backend, kit_inputs.sources_dir,

@@ -12,7 +12,7 @@ import pytest
 from reprokit.bench.runs import Bench
 from reprokit.bench.tf2_trace import join_worker_traces, task_device, xspace_ops
 from reprokit.bench.timeline import Trace, breakdown, is_collective
-from reprokit.run.local import LocalBackend
+from reprokit.run.processes import Loopback, ProcessBackend
 from tests.support.kit import KitInputs, kit_options, kit_settings
 
 WORKER = "/job:worker/replica:0/task:{}/device:CPU:0"
@@ -89,7 +89,7 @@ def test_an_all_reduce_counts_as_transfers_and_waiting_not_compute() -> None:
 def _bench(kit_inputs: KitInputs, runs: Path) -> Bench:
     options = kit_options(11, 2)
     settings = kit_settings(runs, kit_inputs)
-    return Bench(settings, LocalBackend("auto", watchdog=settings.watchdog), options, lambda _: None, "bench")
+    return Bench(settings, ProcessBackend(Loopback.choose("auto"), settings.watchdog), options, lambda _: None, "bench")
 
 
 def _chrome_processes(folder: Path, name: str) -> set[str]:

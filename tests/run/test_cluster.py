@@ -52,10 +52,17 @@ def test_a_cluster_without_workers_is_refused():
 
 
 def test_a_cluster_file_in_the_articles_shape_loads(tmp_path: Path):
-    """The JSON the article's Pythons build loads as a Cluster."""
+    """The JSON the article's Pythons build loads as a Cluster, with no placement."""
     path = tmp_path / "cluster.json"
     path.write_text(json.dumps(ARTICLE_CLUSTER))
-    assert Cluster("172.17.0.2:2222", ("172.17.0.3:2222", "172.17.0.4:2222")) == load_cluster(path)
+    assert (Cluster("172.17.0.2:2222", ("172.17.0.3:2222", "172.17.0.4:2222")), {}) == load_cluster(path)
+
+
+def test_a_cluster_files_placement_loads_with_its_cluster(tmp_path: Path):
+    """One read gives both: the swarm backend's placement comes from the same file as the workers."""
+    path = tmp_path / "cluster.json"
+    path.write_text(json.dumps({**ARTICLE_CLUSTER, "placement": {"ps": "node-a"}}))
+    assert {"ps": "node-a"} == load_cluster(path)[1]
 
 
 @pytest.mark.parametrize("content, message", [
@@ -66,6 +73,9 @@ def test_a_cluster_file_in_the_articles_shape_loads(tmp_path: Path):
     (json.dumps({"ps": ["h:1"], "worker": ["nohostport"]}), "'nohostport' is not host:port"),
     (json.dumps({"ps": ["h:99999"], "worker": ["h:1"]}), "'h:99999' is not host:port"),
     (json.dumps({"ps": [":2222"], "worker": ["h:1"]}), "':2222' is not host:port"),
+    (json.dumps(["h:1"]), "a JSON object, not list"),
+    (json.dumps({"ps": ["h:1"], "worker": ["h:2"], "placement": ["node-a"]}), "placement must map roles"),
+    (json.dumps({"ps": ["h:1"], "worker": ["h:2"], "placement": {"ps": 3}}), "placement must map roles"),
 ])
 def test_a_bad_cluster_file_is_refused_naming_the_file(tmp_path: Path, content: str, message: str):
     """Unreadable JSON, wrong counts and malformed addresses each say what is wrong, in which file."""

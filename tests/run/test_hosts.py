@@ -19,9 +19,9 @@ import pytest
 from reprokit.errors import KitError
 from reprokit.experiment import reproduce
 from reprokit.run import netns
-from reprokit.run.hosts import HostsBackend, role_addresses
 from reprokit.run.links import parse_link, parse_links
 from reprokit.run.process import still_running
+from reprokit.run.processes import ProcessBackend, SimulatedHosts, role_addresses
 from reprokit.run.roles import RoleSpec
 from tests.support import REPO
 from tests.support.cli import invoke
@@ -83,7 +83,7 @@ def test_every_role_has_a_namespace_an_address_and_a_shaped_link_of_its_own(tmp_
     """Two servers and a client, 100mbit links: the servers see only lo and eth0, each its own
     namespace, a tbf qdisc; the ps hears the client's 3 MB from the client's address; the link
     counters show them; everything is gone afterwards."""
-    backend = HostsBackend("100mbit", watchdog=kit_watchdog(probe_s=60))
+    backend = ProcessBackend(SimulatedHosts.shaped("100mbit"), kit_watchdog(probe_s=60))
     cluster = backend.cluster(1)
     roles = [RoleSpec("ps", [PY, "-c", LISTENER, "2222"], "", {}, cluster.ps),
              RoleSpec("worker0", [PY, "-c", LISTENER, "2222"], "", {}, cluster.workers[0]),
@@ -106,7 +106,7 @@ def test_every_role_has_a_namespace_an_address_and_a_shaped_link_of_its_own(tmp_
 @needs_netns
 def test_a_server_that_never_listens_fails_the_run_and_its_namespaces_go(tmp_path: Path):
     """The probe from the run's bridge times out; teardown removes the hosts all the same."""
-    backend = HostsBackend("none", watchdog=kit_watchdog(probe_s=3))
+    backend = ProcessBackend(SimulatedHosts.shaped("none"), kit_watchdog(probe_s=3))
     cluster = backend.cluster(1)
     silent = RoleSpec("ps", [PY, "-c", "import time; time.sleep(60)"], "", {}, cluster.ps)
     outcome = backend.run(tmp_path, [silent, RoleSpec("client", [PY, "-c", "pass"], "")], "client", None)
@@ -116,10 +116,10 @@ def test_a_server_that_never_listens_fails_the_run_and_its_namespaces_go(tmp_pat
 
 
 CALLER = ("import sys; from pathlib import Path\n"
-          "from reprokit.run.hosts import HostsBackend\n"
+          "from reprokit.run.processes import ProcessBackend, SimulatedHosts\n"
           "from reprokit.run.roles import RoleSpec\n"
           "from tests.support.kit import kit_watchdog\n"
-          "backend = HostsBackend('1gbit', watchdog=kit_watchdog())\n"
+          "backend = ProcessBackend(SimulatedHosts.shaped('1gbit'), kit_watchdog())\n"
           "roles = [RoleSpec.from_json(r) for r in __import__('json').loads(Path(sys.argv[1]).read_text())]\n"
           "backend.run(Path(sys.argv[2]), roles, 'client', None)\n")
 
@@ -129,7 +129,7 @@ CALLER = ("import sys; from pathlib import Path\n"
 def test_a_kit_stopped_by_sigterm_or_killed_leaves_no_host_behind(tmp_path: Path, sig: int):
     """The roles, the namespaces' holders and the supervisor go with the kit, even after kill -9:
     the whole topology lived in processes that die with their parent."""
-    cluster = HostsBackend("none", watchdog=kit_watchdog()).cluster(1)
+    cluster = ProcessBackend(SimulatedHosts.shaped("none"), kit_watchdog()).cluster(1)
     roles = [RoleSpec("ps", [PY, "-c", LISTENER, "2222"], "", {}, cluster.ps),
              RoleSpec("client", [PY, "-c", "print('training', flush=True); import time; time.sleep(120)"], "",
                       {"PYTHONUNBUFFERED": "1"})]
@@ -215,7 +215,7 @@ def test_a_short_reproduction_on_simulated_hosts_passes_and_reports_addresses_li
     report shows each host's address, the link and the bytes per step."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     options = kit_options(STEPS, 2, run_id="hosts")
-    result = reproduce(settings, options, HostsBackend("1gbit", watchdog=settings.watchdog), lambda line: None)
+    result = reproduce(settings, options, ProcessBackend(SimulatedHosts.shaped("1gbit"), settings.watchdog), lambda line: None)
     assert result.passed, result.error
     network = result.results.modes["cluster"].outcome.network
     assert "1gbit" == network["link"]
@@ -236,6 +236,6 @@ def test_each_tf2_program_trains_on_simulated_hosts_told_the_cluster_by_tf_confi
     """Only the cluster mode: each role a host of its own; every role that listens is on the LAN."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     options = kit_options(STEPS, 2, run_id=program, modes=("cluster",), program=program)
-    result = reproduce(settings, options, HostsBackend("1gbit", watchdog=settings.watchdog), lambda line: None)
+    result = reproduce(settings, options, ProcessBackend(SimulatedHosts.shaped("1gbit"), settings.watchdog), lambda line: None)
     assert result.passed, result.error
     assert roles == set(result.results.modes["cluster"].outcome.network["hosts"])

@@ -18,14 +18,22 @@ from pathlib import Path
 import pytest
 
 from reprokit.errors import ClusterError, KitError, PortBusyError
+from reprokit.options import Request
 from reprokit.run import netns
-from reprokit.run.local import LocalBackend, choose_isolation
 from reprokit.run.process import still_running
+from reprokit.run.processes import Loopback, ProcessBackend
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome
-from reprokit.run.supervisor import Isolation, Plan, run_plan
+from reprokit.run.supervisor import Plan, run_plan
+from reprokit.settings import from_mapping
 from tests.support import REPO
-from tests.support.kit import FILLING_QUEUE, KitInputs, kit_watchdog, real_roles
+from tests.support.kit import (
+    FILLING_QUEUE,
+    KitInputs,
+    kit_watchdog,
+    real_roles,
+    repo_config,
+)
 from tests.support.processes import (
     KillWhen,
     alive,
@@ -44,9 +52,8 @@ needs_netns = pytest.mark.skipif(not ISOLATION, reason=f"no private network name
 STEP_LINE = "2026-12-02 15:37:16.462662: step {}, loss = 4.67 ({}.5 examples/sec; 0.170 sec/batch)"
 # The run_plan caller as a program of its own, so that it can be signalled like `invoke reproduce`.
 CALLER = ("import sys; from pathlib import Path\n"
-          "from reprokit.run.supervisor import Isolation, run_plan\n"
-          "from reprokit.run.supervisor import Plan\n"
-          "run_plan(Plan.from_json(Path(sys.argv[1]).read_text()), isolation=Isolation(False))")
+          "from reprokit.run.supervisor import Plan, run_plan\n"
+          "run_plan(Plan.from_json(Path(sys.argv[1]).read_text()))")
 LISTENER = ("import os, socket, sys, time\n"
             "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
             "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
@@ -77,26 +84,27 @@ def _outcome(run_dir: Path, main: str = "client") -> Outcome:
 
 def test_isolation_none_is_the_host_network_and_says_why():
     """--isolation none: no namespace, and the reason is that it was asked for."""
-    assert Isolation(False, "--isolation none was asked for") == choose_isolation("none")
+    assert Loopback(False, "--isolation none was asked for") == Loopback.choose("none")
 
 
 @pytest.mark.parametrize("mode", ["auto", "netns"])
 def test_auto_and_netns_use_a_namespace_and_never_fall_back_to_the_host_network(mode: str, monkeypatch):
     """Where the machine allows a namespace the cluster gets one; where it does not, the run is
     refused with the ways out, --isolation none among them, instead of exposing the servers."""
-    assert Isolation(True) == choose_isolation(mode) if ISOLATION else True
+    assert Loopback(True) == Loopback.choose(mode) if ISOLATION else True
     monkeypatch.setattr(netns, "isolation_available", lambda: (False, "`unshare --net` failed: Operation not permitted"))
     with pytest.raises(ClusterError) as caught:
-        choose_isolation(mode)
+        Loopback.choose(mode)
     assert "no private network namespace for the cluster: `unshare --net` failed" in caught.value.message
     assert "--isolation none" in caught.value.hint and "apparmor_restrict_unprivileged_userns" in caught.value.hint
 
 
-def test_an_unknown_isolation_is_refused_naming_the_known_ones():
+def test_an_unknown_isolation_is_refused_with_the_request_naming_the_known_ones():
+    settings = from_mapping(repo_config(), root=REPO)
     with pytest.raises(KitError) as caught:
-        choose_isolation("container")
-    assert ("unknown isolation 'container'", "choose one of auto, netns, none") == (caught.value.message,
-                                                                                  caught.value.hint)
+        Request(isolation="container").plan(settings)
+    assert ("unknown --isolation 'container'", "choose one of auto, netns, none") == (caught.value.message,
+                                                                                    caught.value.hint)
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "0.0.0.0"])
@@ -107,7 +115,7 @@ def test_a_busy_port_is_refused_before_anything_starts(tmp_path: Path, host: str
         holder.bind((host, 0))
         holder.listen()
         port = holder.getsockname()[1]
-        backend = LocalBackend("none", first_port=port, watchdog=kit_watchdog())
+        backend = ProcessBackend(Loopback.choose("none", first_port=port), kit_watchdog())
         roles = [listener("ps", port), program("client", "pass")]
         with pytest.raises(PortBusyError) as caught:
             backend.run(tmp_path, roles, "client", None)
@@ -120,7 +128,7 @@ def test_a_server_nobody_can_reach_fails_the_run_naming_role_address_and_log(tmp
     """A ps that never listens: after probe_timeout_s the outcome says which role, where, and which log."""
     address = f"127.0.0.1:{free_port()}"
     silent = RoleSpec("ps", [PY, "-c", "import time; time.sleep(60)"], "", {}, address)
-    backend = LocalBackend("none", watchdog=kit_watchdog(probe_s=3))
+    backend = ProcessBackend(Loopback.choose("none"), kit_watchdog(probe_s=3))
     outcome = backend.run(tmp_path, [silent, program("client", "pass")], "client", None)
     assert not outcome.ok
     assert outcome.message.startswith(f"the ps role ({address}) is not reachable after 3 s (")
@@ -132,7 +140,7 @@ def test_run_plan_reports_the_main_roles_step_lines_as_progress(tmp_path: Path):
     """Each step line of the main role's log reaches the progress callback: role, step, rate."""
     lines = "; ".join(f"print({STEP_LINE.format(s, s + 100)!r})" for s in (0, 10, 20))
     seen: list[tuple[str, int, float]] = []
-    outcome = run_plan(Plan(str(tmp_path), [program("client", lines)], "client", QUICK), isolation=Isolation(False),
+    outcome = run_plan(Plan(str(tmp_path), [program("client", lines)], "client", QUICK),
                        progress=lambda role, step, rate: seen.append((role, step, rate)))
     assert outcome.ok
     assert [("client", 0, 100.5), ("client", 10, 110.5), ("client", 20, 120.5)] == seen
@@ -146,7 +154,7 @@ def test_a_progress_callback_that_fails_still_stops_every_role(tmp_path: Path):
 
     roles = [listener("ps", free_port()), program("client", f"print({STEP_LINE.format(0, 1)!r}); {TRAINING}")]
     with pytest.raises(BrokenPipeError):
-        run_plan(Plan(str(tmp_path), roles, "client", QUICK), isolation=Isolation(False), progress=progress)
+        run_plan(Plan(str(tmp_path), roles, "client", QUICK), progress=progress)
     assert "interrupted: every role was stopped" == _outcome(tmp_path).message
     assert [] == still_running({"cluster": _outcome(tmp_path)})
 
@@ -154,7 +162,7 @@ def test_a_progress_callback_that_fails_still_stops_every_role(tmp_path: Path):
 def test_a_supervisor_that_sends_no_outcome_is_an_error_pointing_at_its_log(tmp_path: Path):
     """A plan whose main role is not among its roles crashes the supervisor: the error says where to look."""
     with pytest.raises(ClusterError) as caught:
-        run_plan(Plan(str(tmp_path), [program("client", "pass")], "trainer", QUICK), isolation=Isolation(False))
+        run_plan(Plan(str(tmp_path), [program("client", "pass")], "trainer", QUICK))
     assert caught.value.message.startswith("the supervisor of trainer exited with code 1 and sent no outcome")
     assert f"see {tmp_path / 'trainer.supervisor.log'}" == caught.value.hint
     assert "Traceback" in (tmp_path / "trainer.supervisor.log").read_text()
@@ -165,7 +173,7 @@ def test_isolated_servers_listen_in_a_network_namespace_of_their_own(tmp_path: P
     """In the namespace the client reaches the ps at 127.0.0.1; the ps's namespace is not ours."""
     reach = "import socket; socket.create_connection(('127.0.0.1', 2222), timeout=5).close(); print('reached')"
     plan = Plan(str(tmp_path), [listener("ps", 2222), program("client", reach)], "client", QUICK, isolated=True)
-    outcome = run_plan(plan, isolation=Isolation(True))
+    outcome = run_plan(plan)
     assert outcome.ok, outcome.message
     assert log_has(tmp_path / "client.log", "reached")
     theirs = (tmp_path / "ps.log").read_text().split("netns ", 1)[1].split()[0]
@@ -215,7 +223,7 @@ def test_a_server_killed_mid_run_fails_the_run_naming_it(tmp_path: Path, kit_inp
                                                        victim: str):
     """Real ps, 2 workers and client: SIGKILL one server once the client fills its queue; the run
     fails naming that role, every role is stopped, the logs stay."""
-    backend = LocalBackend("auto", first_port=free_port(), watchdog=kit_watchdog())
+    backend = ProcessBackend(Loopback.choose("auto", first_port=free_port()), kit_watchdog())
     roles = real_roles(backend, kit_inputs, tmp_path)
     killer = KillWhen(tmp_path / "client.log", FILLING_QUEUE, next(r.argv for r in roles if r.name == victim))
     killer.start()
@@ -227,5 +235,5 @@ def test_a_server_killed_mid_run_fails_the_run_naming_it(tmp_path: Path, kit_inp
     assert killer.pid == outcome.pids[victim]
     assert -signal.SIGKILL == outcome.exit_codes[victim]
     _assert_stopped_with_logs_kept(tmp_path, outcome)
-    if backend.isolation.isolated:
+    if backend.network.isolated:
         assert os.readlink("/proc/self/ns/net") != killer.netns

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reprokit.names import log_path
 from reprokit.run.cluster import Cluster
-from reprokit.run.manual import ExternalCluster
+from reprokit.run.processes import ExternalServers, ProcessBackend
 from reprokit.run.roles import RoleSpec
 from tests.support.kit import kit_watchdog
 
@@ -19,7 +19,7 @@ def test_only_the_client_runs_here_on_any_cpu(tmp_path: Path) -> None:
     """The servers of the cluster file are not started; the client is not pinned to the layout's CPUs."""
     client = RoleSpec("client", [sys.executable, "-c", "import os; print(len(os.sched_getaffinity(0)))"], "0", {})
     server = RoleSpec("ps", [sys.executable, "-c", "import time; time.sleep(60)"], "0", {}, CLUSTER.ps)
-    outcome = ExternalCluster(CLUSTER, watchdog=kit_watchdog(probe_s=3)).run(tmp_path, [server, client], "client", None)
+    outcome = ProcessBackend(ExternalServers(CLUSTER), kit_watchdog(probe_s=3)).run(tmp_path, [server, client], "client", None)
     assert (True, ["client"]) == (outcome.ok, list(outcome.exit_codes))
     cpus = log_path(tmp_path, "client").read_text().splitlines()[-1].split("| ")[-1]
     assert len(os.sched_getaffinity(0)) == int(cpus)

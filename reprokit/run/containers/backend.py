@@ -48,8 +48,8 @@ def orphans(client: docker.DockerClient) -> tuple[list[Leftover], list[tuple[Lef
     """What kit processes that are gone left behind (killed with -9), and what is left alone."""
     gone, kept = [], []
     for item in find_leftovers(client, OWNER_LABEL):
-        verdict = judge_owner(item.owner)
-        (gone.append(item) if verdict.orphan else kept.append((item, verdict.why)))
+        ownership = judge_owner(item.owner)
+        (gone.append(item) if ownership.orphan else kept.append((item, ownership.why)))
     return gone, kept
 
 

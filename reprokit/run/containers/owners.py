@@ -38,22 +38,24 @@ def owner_token(pid: int | None = None) -> str:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Ownership:
+    """Whether a leftover's owner (a kit process) is gone, and how we know."""
+
     orphan: bool
     why: str
 
 
-def judge_owner(token: str) -> Verdict:
+def judge_owner(token: str) -> Ownership:
     """Whether the kit process that ``token`` names is gone, so that its leftovers may go."""
     parts = token.split("/")
     if len(parts) != 4 or not parts[2].isdigit():
-        return Verdict(False, f"owner {token!r} is not a token of this kit version: left alone")
+        return Ownership(False, f"owner {token!r} is not a token of this kit version: left alone")
     host, boot, pid, started = parts
     if host != socket.gethostname() or boot != boot_id():
-        return Verdict(False, f"made on {host} (boot {boot[:8]}), not by this machine in this boot: left alone")
+        return Ownership(False, f"made on {host} (boot {boot[:8]}), not by this machine in this boot: left alone")
     now = start_ticks(int(pid))
     if now is None:
-        return Verdict(True, f"its kit process {pid} is gone")
+        return Ownership(True, f"its kit process {pid} is gone")
     if now != started:
-        return Verdict(True, f"its kit process {pid} is gone (that pid is now another process)")
-    return Verdict(False, f"its kit process {pid} still runs")
+        return Ownership(True, f"its kit process {pid} is gone (that pid is now another process)")
+    return Ownership(False, f"its kit process {pid} still runs")

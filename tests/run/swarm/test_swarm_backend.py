@@ -17,7 +17,8 @@ import pytest
 import yaml
 
 import docker
-from reprokit.experiment import Request, reproduce, write_stack
+from reprokit.experiment import reproduce, write_stack
+from reprokit.options import Request
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.owners import boot_id
 from reprokit.run.registry import run_inputs
@@ -90,7 +91,8 @@ def test_each_tf2_program_trains_as_a_stack_whose_services_carry_tf_config(setti
 def test_the_stack_file_is_deployed_by_hand_and_trains(settings, swarm, kit_image, kit_inputs):
     """`invoke stack-file`'s file, deployed with `docker stack deploy`: the client's task trains
     to the last step and exits 0; `docker stack rm` removes it all."""
-    path = write_stack(settings, Request(steps=STEPS, source="synthetic"), kit_image.tag, lambda line: None)
+    options, writer = Request(steps=STEPS, source="synthetic").stack_plan(settings, kit_image.tag)
+    path = write_stack(settings, options, writer, lambda line: None)
     stack = f"byhand-{uuid.uuid4().hex[:6]}"
     subprocess.run(["docker", "stack", "deploy", "--resolve-image", "never", "-c", str(path), stack], check=True,
                    capture_output=True)
