@@ -54,7 +54,7 @@ from reprokit.report.results import (
 )
 from reprokit.run.backends import Backend, Exposure, left_running
 from reprokit.run.runner import Outcome, Progress
-from reprokit.runs import RunInfo
+from reprokit.run_folders import RunInfo
 from reprokit.settings import Settings
 from reprokit.sources import workspace
 from reprokit.stages import StageRecord, Stages

@@ -44,7 +44,7 @@ from reprokit.programs import PROGRAMS
 from reprokit.records import Document
 from reprokit.report.results import RunResults
 from reprokit.run.runner import Progress
-from reprokit.runs import RunInfo, find_run, new_run_dir
+from reprokit.run_folders import RunInfo, find_run, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources.mutants import Mutant, load_catalogue
 

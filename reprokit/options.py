@@ -22,7 +22,7 @@ from reprokit.programs import PROGRAMS
 from reprokit.run.backends import BACKENDS, Backend
 from reprokit.run.cluster import LAYOUTS, Cluster, load_cluster, parse_cpu_overrides
 from reprokit.run.links import Link, parse_link, parse_links
-from reprokit.run.processes import ISOLATION_MODES
+from reprokit.run.process_backend import ISOLATION_MODES
 from reprokit.run.registry import (
     EXTERNAL,
     BackendConfig,

@@ -23,7 +23,7 @@ from reprokit.programs import PROGRAMS
 from reprokit.run import request_ids
 from reprokit.run.cluster import CpuLayout, make_layout
 from reprokit.run.request_ids import RequestIdFix
-from reprokit.runs import RUN_KINDS, RunInfo, new_run_dir
+from reprokit.run_folders import RUN_KINDS, RunInfo, new_run_dir
 from reprokit.settings import Settings
 from reprokit.sources import workspace
 from reprokit.sources.mutants import mutant_of

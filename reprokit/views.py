@@ -25,13 +25,13 @@ from reprokit.report import markdown as reportlib
 from reprokit.report.results import ArticleFigures
 from reprokit.run import manual
 from reprokit.run.cluster import cluster_from
-from reprokit.runs import find_run
+from reprokit.run_folders import find_run
 from reprokit.settings import Settings
 from reprokit.sources import teaching, workspace
 from reprokit.sources.verify import run_checks
 
 if TYPE_CHECKING:  # the bench's modules load numpy: only the bench and sweep views need them
-    from reprokit.bench.results import BenchResults, NetworkResults, SweepResults
+    from reprokit.bench.findings import BenchResults, NetworkResults, SweepResults
 
 Out = Echo
 

@@ -25,8 +25,8 @@ from reprokit.judge.logs import parse_log, step_fields
 from reprokit.names import PLOT, REPORT, RESULTS
 from reprokit.options import Options
 from reprokit.report.results import RunResults
-from reprokit.run.processes import Loopback, ProcessBackend
-from reprokit.runs import RunInfo
+from reprokit.run.process_backend import Loopback, ProcessBackend
+from reprokit.run_folders import RunInfo
 from tests.support import REPO
 from tests.support.kit import (
     FILLING_QUEUE,

@@ -15,7 +15,7 @@ from tests.support import REPO
 PACKAGE = "reprokit"
 # Each turns roles into running things; they share lower modules, never each other.
 BACKEND_MODULES = frozenset({
-    "reprokit.run.processes",
+    "reprokit.run.process_backend",
     "reprokit.run.manual",
     "reprokit.run.containers.backend",
     "reprokit.run.swarm.backend",

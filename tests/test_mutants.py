@@ -20,7 +20,7 @@ from reprokit.mutation import (
     run_mutants,
     table_lines,
 )
-from reprokit.runs import RunInfo
+from reprokit.run_folders import RunInfo
 from tests.support import REPO
 from tests.support.kit import STEPS, KitInputs, kit_settings
 

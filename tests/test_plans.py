@@ -11,7 +11,7 @@ import pytest
 from reprokit.errors import KitError
 from reprokit.options import BenchRequest, Request, SweepRequest
 from reprokit.run.cluster import Cluster
-from reprokit.run.processes import ExternalServers, Loopback, ProcessBackend
+from reprokit.run.process_backend import ExternalServers, Loopback, ProcessBackend
 from reprokit.settings import Settings, from_mapping
 from tests.support.kit import repo_config
 

@@ -16,7 +16,7 @@ from reprokit.names import RUN_FILE
 from reprokit.options import BenchRequest, Request, SweepRequest
 from reprokit.prepared import prepare
 from reprokit.programs import PROGRAMS
-from reprokit.runs import RunInfo, find_run
+from reprokit.run_folders import RunInfo, find_run
 from reprokit.settings import KIT_CONFIG, Settings, from_mapping
 from tests.support import REPO
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.experiment import Reproduction, reproduce
-from reprokit.run.processes import Loopback, ProcessBackend
+from reprokit.run.process_backend import Loopback, ProcessBackend
 from tests.support.kit import STEPS, KitInputs, kit_options, kit_settings
 
 pytestmark = [pytest.mark.usefixtures("no_leftover_processes"), pytest.mark.slow]

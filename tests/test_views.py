@@ -13,7 +13,7 @@ from reprokit.experiment import Reproduction
 from reprokit.judge.judgement import judge_run
 from reprokit.report.results import RunResults
 from reprokit.run.backends import Exposure
-from reprokit.runs import RunInfo
+from reprokit.run_folders import RunInfo
 from tests.support import REPO, SAMPLES
 from tests.support.kit import article_figures
 
@@ -93,7 +93,7 @@ def test_download_progress_draws_a_bar_every_five_percent():
 
 def test_a_benchmark_view_shows_its_table_then_where_its_json_and_plot_are(tmp_path: Path) -> None:
     """bench and sweep end alike: the table's lines, then the file the results were read from."""
-    from reprokit.bench.results import BenchResults
+    from reprokit.bench.findings import BenchResults
     from reprokit.bench.tables import bench_lines
 
     results = BenchResults.load(SAMPLES / "bench" / "bench.json")

@@ -13,7 +13,7 @@ lesson's standalone must be no weaker than the article's (>= 0.95 of it), or its
 come from a weaker baseline.
 
 When a tf2 program is benched, every repetition also measures the machine's ceiling: two tf2
-standalones at once, one per CPU (reprokit.bench.results.Ceiling), and every row is also shown
+standalones at once, one per CPU (reprokit.bench.findings.Ceiling), and every row is also shown
 as a share of it.
 
 The ablation runs the article's cluster trainer with each change of the lesson alone, in every
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import cast
 
 from reprokit.bench.ablation import build_variants
-from reprokit.bench.results import (
+from reprokit.bench.findings import (
     ALL_CHANGES,
     NONE_CHANGE,
     AblationRow,
@@ -53,7 +53,7 @@ from reprokit.bench.results import (
     rate_of,
     speedup_of,
 )
-from reprokit.bench.runs import Bench, cpu_share
+from reprokit.bench.harness import Bench, cpu_share
 from reprokit.bench.timeline import StepBreakdown, Trace, breakdown
 from reprokit.commands import Echo
 from reprokit.judge.speed import METHOD, WARMUP_RULE, Estimate

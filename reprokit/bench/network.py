@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from reprokit.bench.results import (
+from reprokit.bench.findings import (
     NetworkPoint,
     NetworkProgram,
     NetworkResults,
@@ -22,7 +22,7 @@ from reprokit.bench.results import (
     rate_of,
     speedup_of,
 )
-from reprokit.bench.runs import Bench
+from reprokit.bench.harness import Bench
 from reprokit.commands import Echo
 from reprokit.judge.evaluation import BATCH_SIZE
 from reprokit.judge.speed import METHOD, WARMUP_RULE

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import os
 
-from reprokit.bench.results import (
+from reprokit.bench.findings import (
     SweepPoint,
     SweepProgram,
     SweepResults,
     rate_of,
     speedup_of,
 )
-from reprokit.bench.runs import Bench
+from reprokit.bench.harness import Bench
 from reprokit.commands import Echo
 from reprokit.judge.speed import METHOD, WARMUP_RULE
 from reprokit.options import Options

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprokit.bench.network import bandwidth_name, busiest
-from reprokit.bench.results import (
+from reprokit.bench.findings import (
     CEILING_CPUS,
     NONE_CHANGE,
     BenchResults,
@@ -20,6 +19,7 @@ from reprokit.bench.results import (
     NetworkResults,
     SweepResults,
 )
+from reprokit.bench.network import bandwidth_name, busiest
 from reprokit.figures import new_figure, write_figure
 from reprokit.judge.speed import Estimate, format_estimate, format_number, format_share
 from reprokit.report.results import ArticleFigures

@@ -15,7 +15,7 @@ from reprokit.judge.logs import LogRecord, parse_log, step_fields
 from reprokit.judge.speed import RunSpeed, run_speed
 from reprokit.names import EVAL_RULES, eval_log, log_path, repetition_dir
 from reprokit.programs import program
-from reprokit.runs import RunInfo
+from reprokit.run_folders import RunInfo
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from reprokit.judge.threads import INPUT_THREADS_PER_TOWER
 from reprokit.names import PLOT, REPORT, RESULTS, eval_dir, train_dir
 from reprokit.report.plots import speed_plot
 from reprokit.report.results import RunResults
-from reprokit.runs import RunInfo
+from reprokit.run_folders import RunInfo
 
 
 def speed_table(info: RunInfo, results: RunResults) -> list[str]:

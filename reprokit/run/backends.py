@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from reprokit.run.cluster import Cluster
-from reprokit.run.process import still_running
+from reprokit.run.process_handle import still_running
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress
 

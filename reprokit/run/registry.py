@@ -15,7 +15,7 @@ from reprokit.run import request_ids
 from reprokit.run.backends import Backend
 from reprokit.run.cluster import Cluster
 from reprokit.run.containers.mounts import RunInputs
-from reprokit.run.processes import (
+from reprokit.run.process_backend import (
     ExternalServers,
     Loopback,
     ProcessBackend,

@@ -1,5 +1,5 @@
 """The supervisor: a process of its own that runs a plan's roles with the runner, and the
-launcher side that starts it (run_plan), through which the process backend (processes.py) runs
+launcher side that starts it (run_plan), through which the process backend (process_backend.py) runs
 every network of its.
 
     python -m reprokit.run.supervisor PLAN.json
@@ -33,7 +33,7 @@ from reprokit.errors import ClusterError, KitError
 from reprokit.files import write_json, write_text
 from reprokit.run import netns
 from reprokit.run.links import parse_link
-from reprokit.run.process import ProcessHandle
+from reprokit.run.process_handle import ProcessHandle
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Runner, Watchdog
 from reprokit.run.signals import sigterm_interrupts

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from reprokit import commands
 from reprokit.errors import ClusterError
 from reprokit.run.links import Link
-from reprokit.run.process import DIE_WITH_PARENT
+from reprokit.run.process_handle import DIE_WITH_PARENT
 
 SUBNET = "10.231.0"  # addresses inside the run's own namespace only: no other network sees them
 PREFIX = 24

@@ -10,12 +10,12 @@ import pytest
 
 from reprokit.bench.ablation import build_variants, variant_name
 from reprokit.bench.comparison import ROWS, run_bench
-from reprokit.bench.results import BenchResults, SweepResults
+from reprokit.bench.findings import BenchResults, SweepResults
 from reprokit.bench.sweep import run_sweep
 from reprokit.bench.tables import plot_sweep, sweep_lines
 from reprokit.judge.speed import METHOD, WARMUP_RULE, ratio_estimate
 from reprokit.options import Options
-from reprokit.run.processes import Loopback, ProcessBackend
+from reprokit.run.process_backend import Loopback, ProcessBackend
 from reprokit.sources.workspace import expected_files
 from tests.support import REPO
 from tests.support.kit import (

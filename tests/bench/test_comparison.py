@@ -16,12 +16,12 @@ from reprokit.bench.comparison import (
     rows_for,
     standalone_runners,
 )
-from reprokit.bench.results import BenchRun
-from reprokit.bench.runs import CEILING_ROLES, ceiling_roles
+from reprokit.bench.findings import BenchRun
+from reprokit.bench.harness import CEILING_ROLES, ceiling_roles
 from reprokit.errors import KitError
 from reprokit.names import hostname
 from reprokit.options import program_list, tuning_list
-from reprokit.run.processes import Loopback, ProcessBackend
+from reprokit.run.process_backend import Loopback, ProcessBackend
 from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.tuning import Tuning
 from tests.support.kit import kit_options, kit_watchdog

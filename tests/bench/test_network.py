@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.bench.network import bandwidth_name, busiest, predict
-from reprokit.bench.results import (
+from reprokit.bench.findings import (
     BenchRun,
     NetworkPoint,
     NetworkProgram,
@@ -15,6 +14,7 @@ from reprokit.bench.results import (
     rate_of,
     speedup_of,
 )
+from reprokit.bench.network import bandwidth_name, busiest, predict
 from reprokit.bench.tables import network_sweep_lines, plot_network
 from reprokit.judge.speed import Estimate, format_estimate
 from reprokit.run.tuning import PROFILES

@@ -14,7 +14,7 @@ from reprokit.bench.chrome_trace import CLIENT
 from reprokit.bench.probe import NodeStats, step_trace
 from reprokit.programs import PROGRAMS
 from reprokit.run.cluster import make_layout
-from reprokit.run.processes import Loopback, ProcessBackend
+from reprokit.run.process_backend import Loopback, ProcessBackend
 from reprokit.run.roles import Instruments
 from tests.support.kit import STEPS, KitInputs, kit_options, kit_watchdog
 from tests.support.processes import free_port

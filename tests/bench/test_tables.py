@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reprokit.bench.comparison import bench_rows, rows_for
-from reprokit.bench.results import (
+from reprokit.bench.findings import (
     BenchResults,
     SweepPoint,
     SweepProgram,

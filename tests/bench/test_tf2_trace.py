@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.bench.runs import Bench
+from reprokit.bench.harness import Bench
 from reprokit.bench.tf2_trace import join_worker_traces, task_device, xspace_ops
 from reprokit.bench.timeline import Trace, breakdown, is_collective
-from reprokit.run.processes import Loopback, ProcessBackend
+from reprokit.run.process_backend import Loopback, ProcessBackend
 from tests.support.kit import KitInputs, kit_options, kit_settings
 
 WORKER = "/job:worker/replica:0/task:{}/device:CPU:0"

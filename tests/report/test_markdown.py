@@ -15,7 +15,7 @@ from reprokit.report.markdown import (
 )
 from reprokit.report.results import RunResults
 from reprokit.run.backends import Exposure
-from reprokit.runs import RunInfo
+from reprokit.run_folders import RunInfo
 from tests.support import SAMPLES
 
 RUNS = SAMPLES / "runs"

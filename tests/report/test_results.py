@@ -10,7 +10,7 @@ import pytest
 
 from reprokit.errors import KitError
 from reprokit.report.results import RunResults
-from reprokit.runs import RunInfo
+from reprokit.run_folders import RunInfo
 from tests.support import SAMPLES
 
 RUNS = SAMPLES / "runs"

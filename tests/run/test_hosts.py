@@ -20,8 +20,8 @@ from reprokit.errors import KitError
 from reprokit.experiment import reproduce
 from reprokit.run import netns
 from reprokit.run.links import parse_link, parse_links
-from reprokit.run.process import still_running
-from reprokit.run.processes import ProcessBackend, SimulatedHosts, role_addresses
+from reprokit.run.process_backend import ProcessBackend, SimulatedHosts, role_addresses
+from reprokit.run.process_handle import still_running
 from reprokit.run.roles import RoleSpec
 from tests.support import REPO
 from tests.support.cli import invoke
@@ -116,7 +116,7 @@ def test_a_server_that_never_listens_fails_the_run_and_its_namespaces_go(tmp_pat
 
 
 CALLER = ("import sys; from pathlib import Path\n"
-          "from reprokit.run.processes import ProcessBackend, SimulatedHosts\n"
+          "from reprokit.run.process_backend import ProcessBackend, SimulatedHosts\n"
           "from reprokit.run.roles import RoleSpec\n"
           "from tests.support.kit import kit_watchdog\n"
           "backend = ProcessBackend(SimulatedHosts.shaped('1gbit'), kit_watchdog())\n"

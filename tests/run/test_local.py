@@ -20,8 +20,8 @@ import pytest
 from reprokit.errors import ClusterError, KitError, PortBusyError
 from reprokit.options import Request
 from reprokit.run import netns
-from reprokit.run.process import still_running
-from reprokit.run.processes import Loopback, ProcessBackend
+from reprokit.run.process_backend import Loopback, ProcessBackend
+from reprokit.run.process_handle import still_running
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome
 from reprokit.run.supervisor import Plan, run_plan

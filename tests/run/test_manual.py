@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reprokit.names import log_path
 from reprokit.run.cluster import Cluster
-from reprokit.run.processes import ExternalServers, ProcessBackend
+from reprokit.run.process_backend import ExternalServers, ProcessBackend
 from reprokit.run.roles import RoleSpec
 from tests.support.kit import kit_watchdog
 

@@ -23,7 +23,7 @@ import pytest
 from reprokit.commands import shown
 from reprokit.names import log_path
 from reprokit.run import runner as runnerlib
-from reprokit.run.process import ProcessHandle, role_argv, still_running
+from reprokit.run.process_handle import ProcessHandle, role_argv, still_running
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome
 from reprokit.run.supervisor import Plan, supervise

@@ -10,7 +10,7 @@ from statistics import median
 import pytest
 
 from reprokit.bench.comparison import ablation_rows, baseline, bench_rows, rows_for
-from reprokit.bench.results import (
+from reprokit.bench.findings import (
     ALL_CHANGES,
     NONE_CHANGE,
     BenchResults,

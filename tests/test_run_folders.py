@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.errors import KitError, RunFolderExistsError
-from reprokit.runs import find_run, new_run_dir
+from reprokit.run_folders import find_run, new_run_dir
 
 NOW = datetime(2026, 12, 2, 15, 36, 33)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import cast
 
 from reprokit.bench.chrome_trace import write_chrome_trace
-from reprokit.bench.results import BenchRun, CpuShare, LastLoss
+from reprokit.bench.findings import BenchRun, CpuShare, LastLoss
 from reprokit.bench.tf2_trace import join_worker_traces
 from reprokit.bench.timeline import Trace
 from reprokit.commands import Echo
