@@ -1,4 +1,5 @@
-"""Reproduce the 2017 "TensorFlow cluster" article: upstream trainer, two patches, one verdict.
+"""Reproduce the 2017 "TensorFlow cluster" article: upstream trainer, a series of
+reviewed patches (the article's two, then the lesson's and today's TensorFlow's), a three-part verdict.
 
 The package never prints and never imports invoke: it returns results and raises
 :class:`reprokit.errors.KitError` subclasses; ``tasks.py`` does the talking.

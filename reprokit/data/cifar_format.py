@@ -22,7 +22,6 @@ LABEL_BYTES = 1
 IMAGE_BYTES = HEIGHT * WIDTH * DEPTH
 RECORD_BYTES = LABEL_BYTES + IMAGE_BYTES  # 3073
 NUM_CLASSES = 10
-RECORDS_PER_FILE = 10000
 
 BATCHES_FOLDER = "cifar-10-batches-bin"
 TRAIN_FILES = tuple(f"data_batch_{i}.bin" for i in range(1, 6))

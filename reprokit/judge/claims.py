@@ -44,8 +44,6 @@ from reprokit.judge.speed import (
 if TYPE_CHECKING:  # evaluation.py reads its interval from here
     from reprokit.judge.evaluation import Evaluation
 
-SPEEDUP_STATUSES = ("REPRODUCED", "NOT REPRODUCED", "INCONCLUSIVE", "NOT JUDGED")
-LEARNING_STATUSES = ("SAME", "DIFFERENT", "INCONCLUSIVE")
 ALPHA = 0.05  # every test and interval of this module is at 5% (95% intervals; TOST at 5% each side)
 Z_95 = float(stats.norm.ppf(1 - ALPHA / 2))
 # The loss course is judged per half of the run, each on the step lines both modes logged in it;

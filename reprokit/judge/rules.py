@@ -6,8 +6,8 @@ caller passes; nothing is evaluated. Every rule checked yields one :class:`Verdi
 not, and every failure carries its evidence (file, line number, text).
 
 This module is the vocabulary and its loader. Checking, and folding the verdicts into lines that
-end in one ``PASS`` or ``FAIL`` (``summarize``), live in :mod:`reprokit.judge.checks`; the verdict
-types in :mod:`reprokit.judge.verdict`.
+end in one ``PASS`` or ``FAIL`` (``summarize``), live in :mod:`reprokit.judge.checks`, with the verdict
+types.
 """
 
 from __future__ import annotations

@@ -10,8 +10,6 @@ from pathlib import Path
 
 from reprokit.errors import KitError, PortBusyError
 
-# The article's cluster, as its interactive Pythons build it.
-ARTICLE_CLUSTER = {"ps": ["172.17.0.2:2222"], "worker": ["172.17.0.3:2222", "172.17.0.4:2222"]}
 # Every server of the article's cluster listens on port 2222 of its own host (or container).
 SERVER_PORT = 2222
 LAYOUTS = ("article", "spread")

@@ -11,7 +11,6 @@ import pytest
 
 from reprokit.errors import KitError, PortBusyError
 from reprokit.run.cluster import (
-    ARTICLE_CLUSTER,
     Cluster,
     load_cluster,
     local_cluster,
@@ -21,6 +20,9 @@ from reprokit.run.cluster import (
     require_free_ports,
 )
 from tests.support.processes import free_port
+
+# The article's cluster, as its interactive Pythons build it (shared/spec/article.md).
+ARTICLE_CLUSTER = {"ps": ["172.17.0.2:2222"], "worker": ["172.17.0.3:2222", "172.17.0.4:2222"]}
 
 
 def test_the_spec_is_the_articles_shape():
