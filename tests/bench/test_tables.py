@@ -24,7 +24,7 @@ from reprokit.bench.tables import (
     sweep_lines,
 )
 from reprokit.judge.speed import Estimate, format_estimate
-from tests.bench.test_results import TF2_REPS
+from tests.bench.test_findings import TF2_REPS
 from tests.support import SAMPLES
 from tests.support.kit import article_figures
 
