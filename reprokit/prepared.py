@@ -49,13 +49,13 @@ def prepare(settings: Settings, options: Options, kind: str = "run") -> Prepared
     if kind not in RUN_KINDS:
         raise ValueError(f"unknown run kind {kind!r}")
     started = time.monotonic()
+    mutant = None if options.mutant is None else mutant_of(settings.mutants_dir, options.mutant, options.program)
     layout = make_layout(options.layout, options.workers, explicit=options.cpus)
     trainers = {mode: PROGRAMS[options.program].trainer(mode) for mode in MODES}
-    if options.mutant is None:
+    if mutant is None:
         sources = settings.sources_dir
         applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, sources)
     else:  # the catalogue's own folder: build/patched stays exactly what patches/series makes
-        mutant = mutant_of(settings.mutants_dir, options.mutant, options.program)
         sources = settings.build_dir / "mutants"
         applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, sources,
                                       stacked=settings.mutants_dir)

@@ -11,15 +11,16 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprokit import experiment
+from reprokit import experiment, programs
 from reprokit import options as optionslib
 from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
+from reprokit.errors import KitError
 from reprokit.judge.claims import load_claims
 from reprokit.judge.evaluation import Evaluation
 from reprokit.judge.judgement import judge_run
 from reprokit.mutation import MutantsRequest, MutantsResults, run_mutants, table_lines
-from reprokit.names import REPORT
+from reprokit.names import MODES, REPORT
 from reprokit.programs import PROGRAMS
 from reprokit.report import markdown as reportlib
 from reprokit.report.results import ArticleFigures
@@ -68,8 +69,13 @@ def apply_patches(out: Out, s: Settings, *, dry_run: bool, clean: bool, force: b
         out(f"applied: wrote {s.sources_dir}/ with {', '.join(result.files)}")
 
 
-def explain_patches(out: Out, s: Settings, *, normal: bool, placement: bool = False) -> None:
-    for lesson in teaching.lessons(s.upstream_dir, s.patches_dir, normal=normal):
+def explain_patches(out: Out, s: Settings, *, normal: bool, placement: bool = False, patch: str | None = None,
+                    program: str | None = None) -> None:
+    """The series as lessons: every patch, one (``patch``), or those that make ``program``'s trainers."""
+    if patch is not None and program is not None:
+        raise KitError("--patch and --program both choose what is shown", "give one of them")
+    making = () if program is None else tuple(dict.fromkeys(programs.program(program).trainer(m) for m in MODES))
+    for lesson in teaching.lessons(s.upstream_dir, s.patches_dir, normal=normal, patch=patch, making=making):
         out(lesson)
         out("")
     if placement:
@@ -136,8 +142,8 @@ def finish(out: Out, result: experiment.Reproduction) -> experiment.Reproduction
 
 def reproduce(out: Out, s: Settings, request: optionslib.Request) -> experiment.Reproduction:
     plan = request.plan(s, out)
-    return finish(out, experiment.reproduce(s, plan.options, plan.backend, out, step_progress(out),
-                                            download_progress(out)))
+    result = experiment.reproduce(s, plan.options, plan.backend, out, step_progress(out), download_progress(out))
+    return finish(out, result)
 
 
 def mutants(out: Out, s: Settings, request: MutantsRequest, command: str) -> MutantsResults:
@@ -163,8 +169,8 @@ def client(out: Out, s: Settings, request: optionslib.Request, cluster_file: str
     plan = request.client_plan(s, cluster)
     manual.require_reachable(cluster)
     out(f"client: session on grpc://{cluster.ps}")
-    return finish(out, experiment.reproduce(s, plan.options, plan.backend, out, step_progress(out),
-                                            download_progress(out)))
+    result = experiment.reproduce(s, plan.options, plan.backend, out, step_progress(out), download_progress(out))
+    return finish(out, result)
 
 
 def serve(out: Out, s: Settings, job: str, task: optionslib.Given, cluster_file: str | None, ps: str | None,
