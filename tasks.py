@@ -63,10 +63,12 @@ def apply_patches(c, dry_run=False, clean=False, force=False):
 
 
 @task(help={"normal": "print the article-style normal diff instead of the annotated hunks",
-            "placement": "also build the cluster graph and show where its variables live (needs TensorFlow)"})
-def explain_patches(c, normal=False, placement=False):
-    """The teaching view: every patch hunk by hunk, each change with its why."""
-    _run(views.explain_patches, c, normal=normal, placement=placement)
+            "placement": "also build the cluster graph and show where its variables live (needs TensorFlow)",
+            "patch": "show this patch of patches/series alone, e.g. cifar10_tf2_ps_train",
+            "program": f"show the patches that make this program's trainers, in series order: {PROGRAM_NAMES}"})
+def explain_patches(c, normal=False, placement=False, patch=None, program=None):
+    """The teaching view: the patches hunk by hunk (all, one, or a program's), each change with its why."""
+    _run(views.explain_patches, c, normal=normal, placement=placement, patch=patch, program=program)
 
 
 @task(help={"source": "auto | url | synthetic | PATH to cifar-10-binary.tar.gz or an extracted folder",

@@ -2,9 +2,9 @@
 it starts and the role whose log holds its steps.
 
 The article's two trainers; the lesson's, stacked on them, whose standalone trainer is its cluster
-trainer's fair baseline; and today's TensorFlow (tf2), stacked on the lesson's: the same model and
-data with tf.distribute, all-reduce (MultiWorkerMirroredStrategy) and a coordinator
-(ParameterServerStrategy), both against one TF2 standalone. The trainer files are facts about
+trainer's fair baseline; and today's TensorFlow (tf2): the lesson's standalone ported to TF2, and
+on that port two strategies, all-reduce (MultiWorkerMirroredStrategy) and a coordinator
+(ParameterServerStrategy), both against the port as their standalone. The trainer files are facts about
 patches/series; a test keeps them true (every file named here is one the series makes). This is the
 only place a program is typed: options, help texts, the bench, mutants and claims.yaml's check
 read the names from here.

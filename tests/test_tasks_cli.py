@@ -263,8 +263,8 @@ def test_explain_patches_normal_prints_each_diff_at_the_articles_positions(cli_k
             "cifar10_standalone_train.py cifar10_lesson_standalone_train.py",
             "cifar10_cluster_train.py cifar10_lesson_cluster_train.py",
             "cifar10_lesson_standalone_train.py cifar10_tf2_standalone_train.py",
-            "cifar10_lesson_cluster_train.py cifar10_tf2_mirrored_train.py",
-            "cifar10_lesson_cluster_train.py cifar10_tf2_ps_train.py"] == [s.splitlines()[0] for s in sections]
+            "cifar10_tf2_standalone_train.py cifar10_tf2_mirrored_train.py",
+            "cifar10_tf2_standalone_train.py cifar10_tf2_ps_train.py"] == [s.splitlines()[0] for s in sections]
     positions = [[l for l in s.splitlines()[1:] if re.fullmatch(r"\d+(,\d+)?[acd]\d+(,\d+)?", l)] for s in sections]
     assert [["51c51"], ["46a47", "51c52", "53,54c54,55", "124c125", "145,146c146,147", "190,192c191", "204c203",
                         "206c205"]] == positions[:2]  # the article's positions, unchanged by the lesson
@@ -279,8 +279,8 @@ def test_explain_patches_normal_prints_the_same_diff_as_teaching_normal_diff(cli
              ("cifar10_cluster_train.py", "cifar10_cluster_train.py", "cifar10_lesson_cluster_train.py"),
              ("cifar10_lesson_standalone_train.py", "cifar10_lesson_standalone_train.py",
               "cifar10_tf2_standalone_train.py"),
-             ("cifar10_lesson_cluster_train.py", "cifar10_lesson_cluster_train.py", "cifar10_tf2_mirrored_train.py"),
-             ("cifar10_lesson_cluster_train.py", "cifar10_lesson_cluster_train.py", "cifar10_tf2_ps_train.py")]
+             ("cifar10_tf2_standalone_train.py", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py"),
+             ("cifar10_tf2_standalone_train.py", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py")]
     expected = "".join(
         f"$ diff {shown} {target}\n"
         f"{teaching.normal_diff(files[source].splitlines(), files[target].splitlines())}\n"
@@ -295,6 +295,31 @@ def test_explain_patches_gives_every_change_its_why(cli_kit):
     assert "== cifar10_cluster_train.patch: The article's cluster trainer" in result.stdout
     assert "   46a47: add PS_NODE, the parameter server's address." in result.stdout
     assert "(no Change- field explains this change)" not in result.stdout
+
+
+@pytest.mark.parametrize("program", ["tf2-mirrored", "tf2-ps"])
+def test_explain_patches_of_a_tf2_program_is_its_chain_ending_in_the_port_and_a_captioned_strategy(cli_kit, program):
+    """--program: the patches that make the program's two trainers, in series order, from the
+    tutorial's trainer to the port and then the strategy, every change captioned."""
+    result = invoke(cli_kit, "explain-patches", "--program", program)
+    assert (0, "") == (result.returncode, result.stderr)
+    strategy = "mirrored" if program == "tf2-mirrored" else "ps"
+    assert ["cifar10_standalone_train.patch", "cifar10_lesson_standalone_train.patch",
+            "cifar10_tf2_standalone_train.patch", f"cifar10_tf2_{strategy}_train.patch"] == re.findall(
+        r"^== (\S+):", result.stdout, re.MULTILINE)
+    assert "(no Change- field explains this change)" not in result.stdout
+
+
+def test_explain_patches_shows_one_patch_and_refuses_an_unknown_one_naming_the_series(cli_kit):
+    one = invoke(cli_kit, "explain-patches", "--patch", "cifar10_tf2_ps_train")
+    assert ["cifar10_tf2_ps_train.patch"] == re.findall(r"^== (\S+):", one.stdout, re.MULTILINE)
+    unknown = invoke(cli_kit, "explain-patches", "--patch", "cifar10_tf3_train")
+    assert 1 == unknown.returncode
+    assert "error: no patch named cifar10_tf3_train in patches/series" in unknown.stderr
+    assert "cifar10_tf2_mirrored_train.patch" in unknown.stderr
+    both = invoke(cli_kit, "explain-patches", "--patch", "cifar10_tf2_ps_train", "--program", "tf2-ps")
+    assert (1, "error: --patch and --program both choose what is shown") == (
+        both.returncode, both.stderr.splitlines()[0])
 
 
 def test_explain_patches_refuses_a_malformed_patch(cli_kit, patch_sample):

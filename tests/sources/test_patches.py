@@ -41,14 +41,15 @@ def real(name: str) -> patchlib.Patch:
 def test_series_lists_the_articles_patches_then_the_lessons_then_tf2_apart():
     """patches/series gives the order: the article's standalone and cluster patches, then the
     lesson's, in a folder of their own, each stacked on the article's trainer of its mode, then
-    today's TensorFlow, in a folder of its own, stacked on the lesson's trainers."""
+    today's TensorFlow, in a folder of its own: the port of the lesson's standalone trainer, and
+    each strategy stacked on that port."""
     assert ["cifar10_standalone_train.patch", "cifar10_cluster_train.patch",
             "lesson/cifar10_lesson_standalone_train.patch", "lesson/cifar10_lesson_cluster_train.patch",
             "tf2/cifar10_tf2_standalone_train.patch", "tf2/cifar10_tf2_mirrored_train.patch",
             "tf2/cifar10_tf2_ps_train.patch"] == SERIES
     assert ["cifar10_standalone_train.py", "cifar10_cluster_train.py"] == [real(n).source_name for n in LESSON]
-    assert ["cifar10_lesson_standalone_train.py", "cifar10_lesson_cluster_train.py",
-            "cifar10_lesson_cluster_train.py"] == [real(n).source_name for n in SERIES[4:]]
+    assert ["cifar10_lesson_standalone_train.py", "cifar10_tf2_standalone_train.py",
+            "cifar10_tf2_standalone_train.py"] == [real(n).source_name for n in SERIES[4:]]
 
 
 def test_standalone_patch_turns_the_trainer_into_the_standalone_trainer_in_one_hunk():

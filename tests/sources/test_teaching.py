@@ -78,27 +78,23 @@ POSITIONS = {
     "lesson/cifar10_lesson_standalone_train.patch": ["58a59,103", "63c108", "71,72c116,117", "194,195d238"],
     "lesson/cifar10_lesson_cluster_train.patch": ["59a60,104", "64c109", "72,73c117,118", "147c192,195",
                                                   "193,194d240"],
-    # Today's TensorFlow, against the lesson's trainers it is stacked on: train() is rewritten.
+    # Today's TensorFlow: the port, against the lesson's standalone trainer (train() is rewritten).
     "tf2/cifar10_tf2_standalone_train.patch": [
         "17c17", "19,26c19,22", "30c26", "38d33", "43c38", "47c42,46", "49,56c48,53", "59,60c56,57", "62,64c59,61",
         "67,68c64", "75,76d70", "80c74", "86c80", "94,101c88,90", "104,105c93,100", "107,108d101", "110,111c103,113",
         "114c116,119", "116,138c121,130", "141,164c133,139", "169,173c144,148", "175,183c150,165", "185,239c167,172",
         "242c175", "247c180", "249c182", "257,258c190,194", "263c199", "268,270c204,206", "275c211"],
+    # Each strategy against the TF2 standalone trainer (the port): only what tf.distribute changes.
     "tf2/cifar10_tf2_mirrored_train.patch": [
-        "17c17", "19,22c19,24", "24,26c26,28", "28,30c30", "38d37", "43c42", "47,48c46,50", "50,57c52,57",
-        "60,61c60,61", "63,65c63,65", "68,69c68", "76,77d74", "81c78", "87c84", "95,102c92,94", "105,106c97,104",
-        "108,109d105", "111,112c107,117", "115c120,123", "117,139c125,134", "142,165c137,143", "170,174c148,161",
-        "176,184c163,178", "186c180,190", "188,241c192,208", "244c211", "248,249c215,216", "251c218",
-        "258,260c225,230", "263c233", "265c235", "270,272d239", "277c244"],
+        "17c17", "19,22c19,24", "24c26,28", "26c30", "144c148,157", "150,151c163,164", "153,159c166,184",
+        "167,169c192,203", "172c206,208", "175c211", "179,180c215,216", "182c218", "189c225", "197c233",
+        "204,206d239"],
     "tf2/cifar10_tf2_ps_train.patch": [
-        "17c17", "19,22c19,25", "24,26c27,30", "28,30c32", "38d39", "43c44", "47,48c48,52", "50,57c54,59",
-        "60,61c62,63", "63,65c65,67", "68,69c70", "76,77d76", "81c80", "87c86", "95,102c94,96", "105,106c99,106",
-        "108,109d107", "111,112c109,119", "115c122,125", "117,139c127,136", "142,165c139,145", "170,174c150,162",
-        "176,184c164,182", "186c184", "188,241c186,194", "243,245c196,207", "249c211", "251c213",
-        "259,260c221,225", "265c230", "270,272c235,237", "277c242"],
+        "17c17", "19,22c19,25", "24c27,30", "26c32", "144c150,158", "150,151c164,165", "153,165c167,184",
+        "172c191,194", "174,176c196,207", "180c211", "182c213"],
 }
 # GNU diff and difflib align a rewritten function differently (both correct, other block edges);
-# the article's and the lesson's small patches come out the same from both, the tf2 rewrites not.
+# the article's and the lesson's small patches come out the same from both, the tf2 ones not.
 SAME_AS_GNU_DIFF = [name for name in SERIES if not name.startswith("tf2/")]
 
 
@@ -118,7 +114,7 @@ def test_each_patched_trainer_differs_from_its_source_at_the_stated_positions(na
     """diff upstream/cifar10_multi_gpu_train.py <patched> names exactly the article's blocks, in
     order; the lesson's diffs against the article's trainers name theirs."""
     _, before, after = before_after(name, generated)
-    assert POSITIONS[name] == [block for block, _, _ in teaching.normal_blocks(before, after)]
+    assert POSITIONS[name] == [block.name for block in teaching.normal_blocks(before, after)]
 
 
 def test_the_standalone_normal_diff_is_the_articles_listing(generated):
