@@ -124,7 +124,7 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
             "isolation": "local backend: auto or netns (a private network namespace, or an error saying how to "
                          "get one), none (the host network: every interface, unauthenticated)",
             "run_id": "name of the run folder (must not exist yet)",
-            "tuning": "kit settings: default (as the article) or tuned (see README, Benchmark)",
+            "tuning": "kit settings: default (as the article) or tuned (see docs/benchmark.md#what-the-kit-controls-and-why)",
             "program": f"{PROGRAM_NAMES} (default: program in invoke.yaml)",
             "require_claim": f"exit {CLAIM_NOT_REPRODUCED} unless the program's speed-up claim is REPRODUCED "
                              "(by default a claim that does not reproduce is a finding, and the exit is 0)",

@@ -4,6 +4,7 @@ with the code."""
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import tasks
@@ -182,3 +183,46 @@ def test_the_github_anchor_rule_drops_punctuation_and_joins_words_with_hyphens()
     target = "Why not 1.85x (the target) on these 2 CPUs"
     assert "why-not-185x-the-target-on-these-2-cpus" == _github_anchor(target)
     assert "the-articles-commands-and-the-kits" == _github_anchor("The article's commands and the kit's")
+
+
+# "see <path>[#anchor]" in help texts, errors, patch headers, upstream/ and the docs: each names a
+# file of this repository (from its root, or beside the file that says it) and a heading there.
+POINTER = re.compile(r"\bsee:?\s+(?:the\s+|its\s+)?`?((?:\.\./)*[\w.-]+(?:/[\w.-]+)*\.(?:md|py|yaml|patch|json)"
+                     r"|[\w-]+/[\w./-]*)(#[\w-]+)?", re.IGNORECASE)
+# A pointer at a README section by its words rots when the section moves (they did, to docs/).
+VAGUE_POINTER = re.compile(r"\bsee\b[^.;:()]{0,20}\bREADME\b(?!\.md)|\bREADME's\s+[A-Z]\w+|\bkit's\s+README\b")
+
+
+def _pointing_files() -> list[Path]:
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [ROOT / name for name in listed.split() if not name.startswith("tests/") and name != "CHANGELOG.md"
+            and Path(name).suffix in (".py", ".md", ".patch", ".yaml", "") and (ROOT / name).is_file()]
+
+
+def _broken_pointers(path: Path) -> list[str]:
+    """The pointers of one file that lead nowhere, each with why."""
+    text = " ".join(path.read_text(encoding="utf-8", errors="replace").split())
+    broken = [f"a README section named in words: ...{m.group(0)}..." for m in VAGUE_POINTER.finditer(text)]
+    for match in POINTER.finditer(text):
+        target, anchor = match.group(1).rstrip("./"), (match.group(2) or "")[1:]
+        found = [p for p in (ROOT / target, path.parent / target) if p.resolve().is_relative_to(ROOT) and p.exists()]
+        if not found:
+            broken.append(f"{target}: no such file in the repository")
+        elif anchor and anchor not in _anchors(found[0]):
+            broken.append(f"{target}#{anchor}: no such heading")
+    return broken
+
+
+def test_every_see_pointer_resolves_inside_the_repository() -> None:
+    broken = {str(p.relative_to(ROOT)): found for p in _pointing_files() if (found := _broken_pointers(p))}
+    assert {} == broken
+
+
+def test_the_pointer_check_fails_on_a_missing_file_a_missing_heading_and_a_vague_readme(tmp_path: Path) -> None:
+    sample = tmp_path / "sample.py"
+    sample.write_text('hint = "see docs/nowhere.md"\nother = "see docs/article.md#no-such-part"\n'
+                      'third = "run it (see README)"\nfine = "see docs/article.md#the-articles-set-up"\n'
+                      'outside = "see ../shared/spec/upstream.md"\n')
+    assert ["a README section named in words: ...see README...", "docs/nowhere.md: no such file in the repository",
+            "docs/article.md#no-such-part: no such heading",
+            "../shared/spec/upstream.md: no such file in the repository"] == _broken_pointers(sample)

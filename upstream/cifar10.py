@@ -104,7 +104,7 @@ def _variable_on_cpu(name, shape, initializer):
 
   Only the device type is set here: inside an enclosing tf.device() with a job
   and task, the variable lands on that job's CPU (see the placement lesson in
-  the kit's README).
+  docs/lesson.md#the-two-changes).
 
   Args:
     name: name of the variable

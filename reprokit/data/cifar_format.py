@@ -2,7 +2,7 @@
 
 Each ``.bin`` file is a run of 3073-byte records with no header: one label byte (0-9), then
 1024 red, 1024 green and 1024 blue bytes, each plane row-major (the first 32 bytes are the red
-values of the top row). Facts from the official page, see spec/upstream.md section 8.
+values of the top row). Facts from the data set's page, https://www.cs.toronto.edu/~kriz/cifar.html.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ OFFICIAL_SHA256 = {
 }
 
 REFETCH_HINT = (
-    "fetch the data again with `invoke data` (see README), "
+    "fetch the data again with `invoke data` (see docs/article.md#the-data), "
     "or use generated data with `invoke data --source synthetic`"
 )
 
@@ -97,12 +97,12 @@ def verify_batches(folder: Path, *, shown_as: str | None = None) -> BatchesInfo:
     """
     where = shown_as or str(folder)
     if not folder.is_dir():
-        raise DataError(f"data folder {where} does not exist", "run `invoke data` (see README)")
+        raise DataError(f"data folder {where} does not exist", "run `invoke data` (see docs/article.md#the-data)")
     missing = [n for n in DATA_FILES + (META_FILE,) if not (folder / n).is_file()]
     if missing:
         raise DataError(
             f"{where} is missing {', '.join(missing)}",
-            "run `invoke data` (see README) to fetch or generate the full set",
+            "run `invoke data` (see docs/article.md#the-data) to fetch or generate the full set",
         )
     _check_meta(folder / META_FILE, f"{where}/{META_FILE}")
     return BatchesInfo(folder, tuple(_check_file(folder / n, f"{where}/{n}") for n in DATA_FILES))

@@ -107,7 +107,7 @@ def verify_archive(
 ) -> None:
     """Raise DataError unless ``path`` has the expected size and md5."""
     if not path.is_file():
-        raise DataError(f"archive {path} does not exist", "run `invoke data` (see README)")
+        raise DataError(f"archive {path} does not exist", "run `invoke data` (see docs/article.md#the-data)")
     size = path.stat().st_size
     if size != expected_size:  # cheap, and the usual failure: a cut-short download
         _compare(str(path), size, "", expected_size, expected_md5, ARCHIVE_HINT)

@@ -74,7 +74,7 @@ def test_a_drifted_upstream_file_fails_its_check_naming_the_file(kit, settings_f
     checks = run_checks(settings_for(kit))
     assert ["upstream/cifar10.py", "patch state"] == failed(checks)
     detail = by_name(checks)["upstream/cifar10.py"].detail
-    assert detail.startswith("DRIFTED: sha256 ") and "recorded 5e4f172c2dbf3444…" in detail
+    assert detail.startswith("DRIFTED: sha256 ") and "recorded 9d373a3df5790af0…" in detail
     assert "git checkout upstream/" in detail
 
 

@@ -54,7 +54,7 @@ def require_swarm(client: docker.DockerClient) -> dict[str, object]:
     if info.get("LocalNodeState") != "active":
         raise DockerError("this Docker engine is not part of a swarm",
                           "make one: `docker swarm init` (on one machine: `docker swarm init --advertise-addr "
-                          "127.0.0.1`), or join one; see the README's Swarm section")
+                          "127.0.0.1`), or join one; see docs/backends.md#swarm-beyond-one-machine---backend-swarm")
     if not info.get("ControlAvailable"):
         raise DockerError("this Docker engine is a swarm worker, not a manager: stacks are deployed from a manager",
                           "run the kit on a manager node (`docker node ls` there lists them)")
