@@ -204,16 +204,18 @@ def ablation_rows(rows: tuple[Row, ...], table: Sequence[BenchRow], reps: Sequen
     lesson = next((i for i, r in enumerate(rows) if r.program == "lesson"), None)
     if article is None or lesson is None:
         return []
-    found = [AblationRow(NONE_CHANGE, table[article].speedup, table[article].cluster_rate, None)]
+    found = [AblationRow(NONE_CHANGE, table[article].speedup, table[article].cluster_rate, None,
+                         reference=table[article].cluster_rate)]
     changes = list(dict.fromkeys(change for runs, _ in variant_runs for change in runs))
     for change in changes:
         paired = [(runs[change], rep) for runs, rep in variant_runs if change in runs]
         found.append(AblationRow(
             f"{change} alone", speedup_of([(run, rep.standalone["article"]) for run, rep in paired]),
             rate_of([run for run, _ in paired]), speedup_of([(run, rep.clusters[article]) for run, rep in paired]),
-            [run.folder for run, _ in paired]))
+            [run.folder for run, _ in paired], rate_of([rep.clusters[article] for _, rep in paired])))
     found.append(AblationRow(ALL_CHANGES, table[lesson].speedup, table[lesson].cluster_rate,
-                             speedup_of([(rep.clusters[lesson], rep.clusters[article]) for rep in reps])))
+                             speedup_of([(rep.clusters[lesson], rep.clusters[article]) for rep in reps]),
+                             reference=rate_of([rep.clusters[article] for rep in reps])))
     return found
 
 

@@ -161,6 +161,9 @@ class AblationRow:
     cluster_rate: Estimate | None
     gain: Estimate | None  # its cluster over the article's cluster, paired by repetition
     folders: list[str] = field(default_factory=list)
+    # The article's cluster over the same repetitions as this row's runs: the rate the gain is
+    # over (the geometric means make gain = cluster_rate / reference exactly). Older files lack it.
+    reference: Estimate | None = None
 
 
 @dataclass

@@ -92,6 +92,21 @@ def test_changes_run_once_are_paired_with_that_one_repetition() -> None:
     assert (expected, 1) == (change.gain, change.gain.n if change.gain else 0)
 
 
+@pytest.mark.parametrize("each_repetition", [True, False], ids=["every repetition", "once, in the last"])
+def test_each_gain_is_its_rows_rate_over_the_reference_printed_beside_it(each_repetition: bool) -> None:
+    """A gain pairs the rows it is printed beside: its cluster rate over the article's cluster of
+    the same repetitions, shown in the next column (run once, that is the last repetition's, not
+    the article row's rate over all of them)."""
+    table = bench_rows(ROWS, REPS, workers=2)
+    variants = [(rep.variants, rep) for rep in REPS] if each_repetition else [(REPS[-1].variants, REPS[-1])]
+    ablation = ablation_rows(ROWS, table, REPS, variants)
+    for row in ablation[1:]:
+        assert row.gain is not None and row.cluster_rate is not None and row.reference is not None
+        assert pytest.approx(row.cluster_rate.value / row.reference.value, rel=1e-9) == row.gain.value, row.change
+    assert table[0].cluster_rate == ablation[0].reference == ablation[-1].reference
+    assert (ablation[1].reference == table[0].cluster_rate) is each_repetition
+
+
 def test_the_baseline_is_the_lessons_standalone_over_the_articles_paired_by_repetition() -> None:
     found = baseline(REPS)
     assert found is not None and found.ratio is not None

@@ -70,8 +70,9 @@ def test_the_ablation_shows_each_change_alone_then_all() -> None:
     text = "\n".join(bench_lines(BENCH, article_figures()))
     assert "| none (the article's program) |" in text and "| reference |" in text
     assert "| input-pipeline alone |" in text and "| variables-on-ps alone |" in text
-    lesson = BENCH.rows[-1]
+    lesson, article = BENCH.rows[-1], BENCH.rows[0]
     assert (f"| all (the lesson) | {format_estimate(lesson.cluster_rate, '', 1, brief=True)} | "
+            f"{format_estimate(article.cluster_rate, '', 1, brief=True)} | "
             f"{format_estimate(lesson.speedup, brief=True)} |") in text
 
 
