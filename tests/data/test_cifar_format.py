@@ -127,7 +127,7 @@ def test_verify_batches_reports_a_missing_folder_and_what_to_run(tmp_path: Path)
     with pytest.raises(DataError) as caught:
         verify_batches(tmp_path / BATCHES_FOLDER)
     assert f"{tmp_path / BATCHES_FOLDER} does not exist" in caught.value.message
-    assert "run `invoke data` (see README)" == caught.value.hint
+    assert "run `invoke data` (see docs/article.md#the-data)" == caught.value.hint
 
 
 def test_verify_batches_names_each_missing_file(tmp_path: Path) -> None:
