@@ -63,7 +63,8 @@ def apply_patches(c, dry_run=False, clean=False, force=False):
 
 
 @task(help={"normal": "print the article-style normal diff instead of the annotated hunks",
-            "placement": "also build the cluster graph and show where its variables live (needs TensorFlow)",
+            "placement": "also show where the program's variables live: a session program's graph is built "
+                         "here, a tf2 program's as its last bench saw them (needs TensorFlow)",
             "patch": "show this patch of patches/series alone, e.g. cifar10_tf2_ps_train",
             "program": f"show the patches that make this program's trainers, in series order: {PROGRAM_NAMES}"})
 def explain_patches(c, normal=False, placement=False, patch=None, program=None):

@@ -49,6 +49,7 @@ class Program:
     standalone: str  # the standalone trainer file patches/series makes
     cluster: str  # the cluster trainer file
     shape: str  # SESSION, ALL_REDUCE or COORDINATOR
+    placement: str  # where its cluster trainer asks its variables to live and its ops to run
 
     def trainer(self, mode: str) -> str:
         return self.standalone if mode == STANDALONE else self.cluster
@@ -95,10 +96,26 @@ class Program:
 
 
 PROGRAMS: dict[str, Program] = {p.name: p for p in (
-    Program("article", "cifar10_standalone_train.py", "cifar10_cluster_train.py", SESSION),
-    Program("lesson", "cifar10_lesson_standalone_train.py", "cifar10_lesson_cluster_train.py", SESSION),
-    Program("tf2-mirrored", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py", ALL_REDUCE),
-    Program("tf2-ps", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py", COORDINATOR),
+    Program("article", "cifar10_standalone_train.py", "cifar10_cluster_train.py", SESSION,
+            "The cluster trainer wraps each tower in tf.device('/job:worker/task:%d/cpu:0') and expects the ps "
+            "to hold the shared model. But cifar10._variable_on_cpu opens its own tf.device('/cpu:0'), which "
+            "names only a device type: TensorFlow merges it with the enclosing scope, so every variable is "
+            "created where tower 0 is, on worker 0, and worker 1 fetches the whole model (1,068,298 parameters, "
+            "4.27 MB) from worker 0 every step, which worker 0 serves while "
+            "computing its own tower. The ps keeps only global_step, the learning rate and the gradient "
+            "averaging."),
+    Program("lesson", "cifar10_lesson_standalone_train.py", "cifar10_lesson_cluster_train.py", SESSION,
+            "tf.train.replica_device_setter puts every variable on the ps and leaves each tower's ops on its "
+            "own worker: a worker reads the model from the ps, computes its batch's gradients on its CPU and "
+            "sends them back; the update is applied on the ps, beside the variables."),
+    Program("tf2-mirrored", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py", ALL_REDUCE,
+            "MultiWorkerMirroredStrategy gives every worker its own copy of every variable, on its own CPU; "
+            "each worker computes its batch's gradients there, a collective all-reduce sums them over the "
+            "workers, and every worker applies the same update to its own copy. There is no ps."),
+    Program("tf2-ps", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py", COORDINATOR,
+            "ParameterServerStrategy creates every variable on a ps (round-robin over the ps tasks; here "
+            "there is one). The coordinator only schedules: each step runs on a free worker's CPU, which "
+            "reads the variables from the ps and writes its updates back to them, the moving averages' too."),
 )}
 
 # For help texts: "article, lesson, tf2-mirrored or tf2-ps".

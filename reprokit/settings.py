@@ -28,6 +28,7 @@ class Settings:
     sources_dir: Path
     data_dir: Path
     runs_dir: Path
+    records_dir: Path
     rules: Path
     steps: int
     quick_steps: int

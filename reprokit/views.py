@@ -79,10 +79,10 @@ def explain_patches(out: Out, s: Settings, *, normal: bool, placement: bool = Fa
         out(lesson)
         out("")
     if placement:
-        from reprokit.bench.placement import lesson_lines, variable_devices
+        from reprokit.bench.placement import placement_lines
 
         sources = workspace.apply_all(s.upstream_dir, s.patches_dir, s.sources_dir).out_dir.resolve()
-        for line in lesson_lines(variable_devices(sources)):
+        for line in placement_lines(s, program or s.program, sources):
             out(line)
 
 

@@ -244,11 +244,15 @@ def _extras(bench: Bench, workers: int, programs: Sequence[str]) -> tuple[dict[s
         if program in programs:
             traced[f"{program} cluster"] = bench.run("cluster", workers, f"-{program}-trace", program=program,
                                                      trace_step=TRACE_STEP)
+    # The others' clusters are probed untraced, for where their variables live.
+    placed = {f"{program} cluster": bench.run("cluster", workers, f"-{program}-placement", program=program,
+                                              trace_step=-1)
+              for program in programs if f"{program} cluster" not in traced}
     bound = bench.run("standalone", label="-input-free", input_free=True)
     # probe.json's trace is what reprokit.bench.probe wrote with the Trace shape.
     steps = {name: breakdown(cast(Trace, run.probe["trace"])) for name, run in traced.items() if "trace" in run.probe}
-    placement = {name.split()[0]: homes for name, run in traced.items()
-                 if name.endswith("cluster") and (homes := _placement(run))}  # a TF2 probe reports none
+    placement = {name.split()[0]: homes for name, run in {**traced, **placed}.items()
+                 if name.endswith("cluster") and (homes := _placement(run))}
     return steps, placement, bound
 
 

@@ -71,8 +71,9 @@ class Bench:
             tuning: Tuning | None = None, backend: Backend | None = None, sources: Path | None = None,
             trainer_file: str | None = None, steps: int | None = None, trace_step: int | None = None,
             input_free: bool = False) -> BenchRun:
-        """One run of ``mode``; each keyword left out is the bench's own. ``trace_step`` or
-        ``input_free`` attach the probe (reprokit.bench.probe), whose findings land in ``probe``."""
+        """One run of ``mode``; each keyword left out is the bench's own. ``trace_step`` (-1: no
+        step traced) or ``input_free`` attach the probe (reprokit.bench.probe), whose findings (the
+        variables' devices, a traced step) land in ``probe``."""
         workers = workers or self.options.workers
         folder = self._folder(f"{mode}{workers if mode == 'cluster' else ''}{label}")
         backend = backend or self.backend
@@ -90,7 +91,7 @@ class Bench:
         outcome = self._outcome(backend, folder, roles, main)
         found = self._measured(folder, outcome, main, mode, options)
         if probed:
-            found.probe = join_worker_traces_of(folder, read_probe(folder / "probe.json"))
+            found.probe = join_worker_probes(folder, read_probe(folder / "probe.json"))
         return found
 
     def run_ceiling(self, program: str) -> list[BenchRun]:
@@ -159,18 +160,27 @@ def read_probe(path: Path) -> dict[str, object]:
     return found
 
 
-def join_worker_traces_of(folder: Path, probe: dict[str, object]) -> dict[str, object]:
-    """An all-reduce cluster's workers each trace their own step (probe-worker<i>.json beside
-    worker 0's probe.json): worker 0's trace gets their devices, and its Chrome trace shows all."""
+def join_worker_probes(folder: Path, probe: dict[str, object]) -> dict[str, object]:
+    """An all-reduce cluster's workers each probe their own process (probe-worker<i>.json beside
+    worker 0's probe.json): worker 0's trace gets their devices, and its Chrome trace shows all;
+    its variables get their copies, named for the worker that holds them."""
+    others = {path.stem.removeprefix("probe-"): read_probe(path) for path in sorted(folder.glob("probe-*.json"))}
+    joined = dict(probe)
+    variables = probe.get("variables")
+    if isinstance(variables, dict):
+        for worker, other in others.items():
+            copies = other.get("variables")
+            if isinstance(copies, dict):
+                variables = {**variables, **{f"{name} ({worker}'s copy)": d for name, d in copies.items()}}
+        joined["variables"] = variables
     trace = probe.get("trace")
-    others = [read_probe(path).get("trace") for path in sorted(folder.glob("probe-*.json"))]
-    siblings = [cast(Trace, other) for other in others if isinstance(other, dict)]
-    if not isinstance(trace, dict) or not siblings:
-        return probe
-    joined = join_worker_traces(cast(Trace, trace), siblings)
-    if "chrome_trace" in joined:
-        write_chrome_trace(joined, folder / joined["chrome_trace"])
-    return {**probe, "trace": joined}
+    siblings = [cast(Trace, other["trace"]) for other in others.values() if isinstance(other.get("trace"), dict)]
+    if isinstance(trace, dict) and siblings:
+        traced = join_worker_traces(cast(Trace, trace), siblings)
+        if "chrome_trace" in traced:
+            write_chrome_trace(traced, folder / traced["chrome_trace"])
+        joined["trace"] = traced
+    return joined
 
 
 def cpu_share(run: BenchRun) -> CpuShare:

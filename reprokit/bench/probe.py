@@ -13,7 +13,8 @@ It imports the trainer as a module and changes nothing in its files:
 - `--variables-on-ps` puts the model variables on the ps, for the placement lesson's comparison;
 - `--placement-only` builds the graph, writes where its variables are placed, and stops before
   the session is made: no server and no data reading are needed.
-The devices of the model variables, as the graph requests them, are written in every case.
+The devices of the model variables are written in every case: as the graph requests them, or, for
+a TF2 trainer, as each variable was made (every worker of an all-reduce cluster writes its own).
 Like role_server.py it needs only the standard library, numpy and TensorFlow (and the kit's
 own standard-library modules: timeline, chrome_trace, files).
 """
@@ -27,9 +28,9 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from reprokit.bench.chrome_trace import write_chrome_trace
 from reprokit.bench.tf2_trace import task_device, wrap_step_functions
@@ -183,9 +184,33 @@ def main(argv: list[str]) -> None:
         return result
 
     tf.Session.run = run
+    import tensorflow
+
+    if not tensorflow.executing_eagerly():
+        tf.app.run(trainer.main)  # a session trainer: its first step writes the variables
+        return
     if args.trace_step >= 0:
         _trace_tf2_step(args.trace_step, out, report)
-    tf.app.run(trainer.main)
+    with tensorflow.variable_creator_scope(_tf2_variable_recorder(out, report)):
+        tf.app.run(trainer.main)
+
+
+def _tf2_variable_recorder(out: Path, report: dict[str, object]) -> Callable[..., Any]:
+    """A TF2 trainer has no graph to ask: every trainable variable it creates passes through this
+    creator, below any strategy's, so it sees the variable each device really holds (a ps's, or
+    each worker's own copy of a mirrored one). Written as they come: the run may end any time."""
+    _, suffix = task_device()
+    mine = out.with_name(f"{out.stem}{suffix}{out.suffix}")
+    variables: dict[str, str] = {}
+
+    def record(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
+        made = next_creator(**kwargs)
+        if kwargs.get("trainable", True):
+            variables[made.name.split(":")[0]] = made.device
+            report["variables"] = variables
+            write_json(mine, report)
+        return made
+    return record
 
 
 def _trace_tf2_step(trace_step: int, out: Path, report: dict[str, object]) -> None:

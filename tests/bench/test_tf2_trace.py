@@ -126,3 +126,22 @@ def test_a_traced_tf2_step_has_every_workers_ops_and_a_chrome_trace_of_both(kit_
     folder = bench.dir / cluster.folder
     assert {WORKER.format(0), WORKER.format(1)} == _chrome_processes(folder, trace["chrome_trace"])
     assert (folder / "probe-worker1.json").exists()
+    # Each worker's own copy of every model variable, on its own device (no ps).
+    variables = cluster.probe["variables"]
+    assert isinstance(variables, dict) and 20 == len(variables)
+    assert {WORKER.format(0), WORKER.format(1)} == set(variables.values())
+    assert WORKER.format(1) == variables["cifar10/conv1/weights (worker1's copy)"]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.usefixtures("no_leftover_processes")
+def test_the_coordinators_probe_sees_every_variable_made_on_the_ps(kit_inputs: KitInputs, tmp_path: Path) -> None:
+    """tf2-ps probed untraced (the bench's placement run): the 10 trainable variables, each made on
+    the ps by the strategy, none elsewhere; the trainer ran as it would without the probe."""
+    bench = _bench(kit_inputs, tmp_path / "runs")
+    placed = bench.run("cluster", 2, "-placement", program="tf2-ps", trace_step=-1)
+    variables = placed.probe["variables"]
+    assert isinstance(variables, dict) and 10 == len(variables) and "trace" not in placed.probe
+    assert {"/job:ps/replica:0/task:0/device:CPU:0"} == set(variables.values())
+    assert placed.step_rates
