@@ -1,7 +1,7 @@
 """Every figure the docs and the patch headers quote comes from one recorded invocation.
 
-A kit invocation's own document (bench.json, sweep.json, network.json) is kept under
-docs/records/ and listed, with its command and its date, in docs/records/README.md. A page
+A kit invocation's own document (bench.json, sweep.json, network.json; a reproduction's
+results.json, with its run.json, in a folder of its own) is kept under docs/records/ and listed, with its command and its date, in docs/records/README.md. A page
 says where its figures come from with a marker, `<!-- figures: records/<file> -->`, which holds
 until the next heading or marker (`<!-- figures end -->` ends one early); a patch says it with a
 `Figures: docs/records/<file>` field, which holds for its Description.
@@ -23,16 +23,21 @@ from pathlib import Path
 
 import pytest
 
+from reprokit.bench.comparison import TARGET_SPEEDUP
 from reprokit.bench.findings import BenchResults, NetworkResults, SweepResults
 from reprokit.bench.tables import bench_lines, network_sweep_lines, sweep_lines
 from reprokit.judge.speed import METHOD, format_number, format_share
+from reprokit.names import RUN_FILE
+from reprokit.report.markdown import markdown
+from reprokit.report.results import RunResults
+from reprokit.run_folders import RunInfo
 from reprokit.sources.patches import parse_patch
 from tests.support import REPO
 from tests.support.kit import article_figures
 
 RECORDS = REPO / "docs" / "records"
 INDEX = RECORDS / "README.md"
-MARKER = re.compile(r"<!-- figures: (records/[\w.-]+) -->")
+MARKER = re.compile(r"<!-- figures: (records/[\w./-]+) -->")
 END = re.compile(r"<!-- figures end -->")
 HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)
 # A figure: a signed or plain number with a decimal point, or any number followed by x or %.
@@ -42,7 +47,7 @@ DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 # Quoting figures that no record holds yet (the work left: re-run their invocations, keep the
 # documents under docs/records/, and mark the parts that quote them).
 UNRECORDED = {
-    "README.md", "docs/benchmark.md", "docs/learning.md", "docs/lesson.md", "docs/network.md", "docs/tf2.md",
+    "README.md", "docs/benchmark.md", "docs/learning.md", "docs/network.md", "docs/tf2.md",
 }
 
 
@@ -53,8 +58,12 @@ class Record:
     date: str
 
     def rendering(self) -> str:
-        """What the kit prints from the record: its tables, as `invoke bench` or `sweep` show them."""
+        """What the kit prints from the record: its tables, as `invoke bench` or `sweep` show them,
+        or a reproduction's report, as `invoke report` writes it again from the run's documents."""
         article = article_figures()
+        if self.path.name == RunResults.FILE:
+            folder = self.path.parent
+            return markdown(folder, RunInfo.load(folder), RunResults.load(self.path), None)
         if self.path.name.startswith("bench"):
             return "\n".join(bench_lines(BenchResults.load(self.path), article))
         if self.path.name.startswith("sweep"):
@@ -88,10 +97,12 @@ def figures(text: str) -> list[str]:
 
 def everywhere() -> set[str]:
     """Figures any page may quote: the article's, as the kit's reports print them beside every
-    run's, and those of the method every report states."""
+    run's, those of the method every report states, and the lesson's target, which every bench
+    prints."""
     art = article_figures()
     printed = [format_number(art.standalone_rate, 1), format_number(art.cluster_rate, 1),
-               format_number(art.speedup, 2, "x"), format_share(art.speedup / art.workers), METHOD]
+               format_number(art.speedup, 2, "x"), format_share(art.speedup / art.workers), METHOD,
+               format_number(TARGET_SPEEDUP, 2, "x")]
     return set(figures(" ".join(printed)))
 
 
@@ -134,7 +145,7 @@ def quoting_files() -> dict[str, str]:
 
 def test_every_record_is_listed_with_its_command_and_date_and_loads() -> None:
     listed = index()
-    on_disk = {f"records/{p.name}" for p in RECORDS.glob("*.json")}
+    on_disk = {f"records/{p.relative_to(RECORDS)}" for p in RECORDS.rglob("*.json") if p.name != RUN_FILE}
     assert on_disk == set(listed)
     for record in listed.values():
         assert record.command.startswith("invoke ") and DATE.fullmatch(record.date), record
