@@ -6,6 +6,7 @@ code, what it printed, and that a failure leaves no generated folder behind.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -328,6 +329,41 @@ def test_explain_patches_refuses_a_malformed_patch(cli_kit, patch_sample):
     result = invoke(cli_kit, "explain-patches", "--normal")
     assert 1 == result.returncode
     assert "line 21: hunk 1 has a broken header" in result.stderr
+
+
+def test_explain_patches_placement_builds_a_session_programs_graph_and_shows_where_each_variable_lives(cli_kit):
+    """--placement --program lesson: the program's placement in words (its Program's), then the
+    devices of its graph, built here: every model variable on the ps."""
+    result = invoke(cli_kit, "explain-patches", "--placement", "--program", "lesson")
+    assert (0, "") == (result.returncode, result.stderr)
+    shown = result.stdout.split("== Where the lesson program's variables live", 1)[1]
+    assert "tf.train.replica_device_setter puts every variable on the ps" in shown
+    devices = re.findall(r"^   (conv1/weights|softmax_linear/biases) +(\S+)$", shown, re.MULTILINE)
+    assert [("conv1/weights", "/job:ps/task:0/device:CPU:0"), ("softmax_linear/biases", "/job:ps/task:0/device:CPU:0")] \
+        == devices
+    assert "every model variable lives on: /job:ps/task:0/device:CPU:0" in shown
+
+
+def test_explain_patches_placement_of_a_tf2_program_is_its_newest_bench_or_says_how_to_measure_it(cli_kit):
+    """A tf2 program's variables exist only in its running cluster: with no bench that ran it,
+    the view says so and how to measure it; then a bench.json of the runs folder is read (a
+    document of an older format passed over), and the newest one wins."""
+    unmeasured = invoke(cli_kit, "explain-patches", "--placement", "--program", "tf2-ps")
+    assert 0 == unmeasured.returncode
+    assert "`invoke bench --programs tf2-ps` probes it" in unmeasured.stdout
+    record = json.loads(next(iter(sorted((REPO / "docs" / "records").glob("bench-*.json")))).read_text())
+    ps = "/job:ps/replica:0/task:0/device:CPU:0"
+    for folder, devices, version in (("20261201-000000", {"cifar10/conv1/weights": "/job:elsewhere"}, 2),
+                                     ("20261202-000000", {"cifar10/conv1/weights": ps}, 2),
+                                     ("20261203-000000", {"cifar10/conv1/weights": "/job:old"}, 1)):
+        (cli_kit / "runs" / folder).mkdir(parents=True)
+        written = {**record, "placement": {"tf2-ps": devices}, "format_version": version}
+        (cli_kit / "runs" / folder / "bench.json").write_text(json.dumps(written))
+    measured = invoke(cli_kit, "explain-patches", "--placement", "--program", "tf2-ps")
+    assert (0, "") == (measured.returncode, measured.stderr)
+    assert "ParameterServerStrategy creates every variable on a ps" in measured.stdout
+    assert "(its cluster, probed by the bench of runs/20261202-000000/bench.json):" in measured.stdout
+    assert f"every model variable lives on: {ps}" in measured.stdout
 
 
 # invoke bench (the check of its options only: a bench trains)

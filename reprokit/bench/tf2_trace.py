@@ -7,8 +7,8 @@ files stay as they are). At step N the wrapper starts TensorFlow's profiler, cal
 waits for its result, and stops the profiler. The profile is an XSpace: per thread of this
 process, when each op ran. Its TensorFlow ops become the same `Op` records as a session's step
 stats (reprokit.bench.timeline), on this task's device, so one breakdown and one Chrome trace
-serve every program. The profile itself stays in the run folder (`profile/`), which
-TensorBoard's profile tab opens.
+serve every program. The profile itself stays in the run folder (`profile/`, worker i's in
+`profile-worker<i>/`), which TensorBoard's profile tab opens.
 
 Every worker of an all-reduce cluster runs the trainer, so every one traces its own step N:
 worker 0 writes the probe's file, worker i `probe-worker<i>.json` beside it, and the bench joins
@@ -100,7 +100,10 @@ class StepTracer:
             return self.step_function(*args, **kwargs)
         import tensorflow as tf
 
-        logdir = self.folder / "profile"
+        device, suffix = task_device()
+        # A folder per worker: the profiler names its file after the host and the second, so two
+        # workers of one host would write, and read back, the same file.
+        logdir = self.folder / f"profile{suffix}"
         profiler_started = time.time()
         tf.profiler.experimental.start(str(logdir), options=tf.profiler.experimental.ProfilerOptions(
             host_tracer_level=2, python_tracer_level=0, device_tracer_level=0))
@@ -109,7 +112,6 @@ class StepTracer:
         tf.nest.map_structure(lambda value: value.numpy() if hasattr(value, "numpy") else value, result)
         ended = time.time()
         tf.profiler.experimental.stop()
-        device, _ = task_device()
         spaces = sorted(logdir.glob("plugins/profile/*/*.xplane.pb"), key=lambda p: p.stat().st_mtime)
         ops = xspace_ops(spaces[-1].read_bytes(), round(started * 1e6), round(ended * 1e6),
                          round(profiler_started * 1e6)) if spaces else []

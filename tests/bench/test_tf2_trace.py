@@ -126,6 +126,11 @@ def test_a_traced_tf2_step_has_every_workers_ops_and_a_chrome_trace_of_both(kit_
     folder = bench.dir / cluster.folder
     assert {WORKER.format(0), WORKER.format(1)} == _chrome_processes(folder, trace["chrome_trace"])
     assert (folder / "probe-worker1.json").exists()
+    # Each worker's own profile, read back by that worker alone: two processes never run the same
+    # ops at the same microseconds (one profile read by both would give both devices one list).
+    assert list((folder / "profile-worker1").glob("plugins/profile/*/*.xplane.pb"))
+    starts = [[op["start_us"] for op in trace["devices"][WORKER.format(i)]] for i in (0, 1)]
+    assert starts[0] != starts[1]
     # Each worker's own copy of every model variable, on its own device (no ps).
     variables = cluster.probe["variables"]
     assert isinstance(variables, dict) and 20 == len(variables)
