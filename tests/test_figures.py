@@ -47,7 +47,7 @@ DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 # Quoting figures that no record holds yet (the work left: re-run their invocations, keep the
 # documents under docs/records/, and mark the parts that quote them).
 UNRECORDED = {
-    "README.md", "docs/benchmark.md", "docs/learning.md", "docs/tf2.md",
+    "README.md", "docs/benchmark.md", "docs/learning.md",
 }
 
 
