@@ -10,6 +10,7 @@ import pytest
 
 from reprokit.bench.comparison import (
     ROWS,
+    TRACE_STEP,
     _extras,
     _repetition,
     ceiling_program,
@@ -34,11 +35,13 @@ class FakeBench:
 
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
+        self.trace_steps: list[int | None] = []  # each run's: None unprobed, -1 probed untraced
 
     def run(self, mode: str, workers: int = 2, label: str = "", *, program: str | None = None,
-            tuning: Tuning | None = None, **_: object) -> BenchRun:
+            tuning: Tuning | None = None, trace_step: int | None = None, **_: object) -> BenchRun:
         name = program or "article"
         self.calls.append((mode, name if tuning is None or tuning.name == "default" else f"{name}/{tuning.name}"))
+        self.trace_steps.append(trace_step)
         return BenchRun(mode, workers, name, f"{len(self.calls):02d}-{mode}", 100.0, [99.0, 100.0, 101.0])
 
     def run_ceiling(self, program: str) -> list[BenchRun]:
@@ -135,11 +138,14 @@ def test_on_one_cpu_the_ceilings_standalones_share_it(tmp_path: Path) -> None:
 
 def test_the_traced_steps_include_each_benched_program_that_can_be_traced() -> None:
     """The article's standalone and cluster always; the lesson's and the all-reduce cluster when
-    benched; never tf2-ps, whose coordinator hands its steps to the workers; then the bound."""
+    benched; never tf2-ps, whose coordinator hands its steps to the workers: its cluster is probed
+    untraced, for where its variables live; then the bound."""
     bench = FakeBench()
     _extras(bench, 2, ["article", "lesson", "tf2-mirrored", "tf2-ps"])  # type: ignore[arg-type]
     assert [("standalone", "article"), ("cluster", "article"), ("cluster", "lesson"), ("cluster", "tf2-mirrored"),
-            ("standalone", "article")] == bench.calls
+            ("cluster", "tf2-ps"), ("standalone", "article")] == bench.calls
+    assert [TRACE_STEP] * 4 + [-1, None] == bench.trace_steps
     only_article = FakeBench()
     _extras(only_article, 2, ["article", "tf2-ps"])  # type: ignore[arg-type]
-    assert [("standalone", "article"), ("cluster", "article"), ("standalone", "article")] == only_article.calls
+    assert [("standalone", "article"), ("cluster", "article"), ("cluster", "tf2-ps"), ("standalone", "article")] \
+        == only_article.calls
