@@ -64,7 +64,7 @@ def apply_patches(c, dry_run=False, clean=False, force=False):
 
 @task(help={"normal": "print the article-style normal diff instead of the annotated hunks",
             "placement": "also show where the program's variables live: a session program's graph is built "
-                         "here, a tf2 program's as its last bench saw them (needs TensorFlow)",
+                         "here, a tf2 program's as a bench saw them (needs TensorFlow)",
             "patch": "show this patch of patches/series alone, e.g. cifar10_tf2_ps_train",
             "program": f"show the patches that make this program's trainers, in series order: {PROGRAM_NAMES}"})
 def explain_patches(c, normal=False, placement=False, patch=None, program=None):

@@ -6,8 +6,8 @@ TensorFlow made of it. A session program's graph is built here with no server an
 probe's `--placement-only`), and its variables' devices are the ones the graph requests. A TF2
 program makes its variables under its strategy, which needs its cluster running: `invoke bench`
 probes the cluster of every program it benches and keeps the devices it saw in bench.json, so
-the view shows the newest bench that has the program, from the runs folder, or else from the
-repository's records (docs/records).
+the view shows a bench that has the program: the newest in the runs folder (run ids sort by
+time), or else the repository's records (docs/records), last by file name.
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ def graph_devices(sources_dir: Path, trainer: str) -> dict[str, str]:
 
 
 def measured_devices(s: Settings, name: str) -> tuple[dict[str, str], Path] | None:
-    """The devices the newest bench saw ``name``'s cluster give its variables, and that bench.json:
-    the user's own runs first, then the repository's records. Documents of another format are
-    passed over, as are benches that did not run the program."""
+    """The devices a bench saw ``name``'s cluster give its variables, and that bench.json: the
+    user's own runs first, newest first, then the repository's records, last by name first.
+    Documents of another format are passed over, as are benches that did not run the program."""
     found = sorted(s.runs_dir.glob(f"*/{BenchResults.FILE}"), reverse=True) \
         + sorted(s.records_dir.glob("bench-*.json"), reverse=True)
     for path in found:
