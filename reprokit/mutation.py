@@ -235,12 +235,17 @@ def table_lines(results: MutantsResults) -> list[str]:
     return out
 
 
-def _write(results: MutantsResults) -> None:
-    results.write(Path(results.folder))
+def report_lines(results: MutantsResults) -> list[str]:
+    """mutants.md: the command, the table, and the reason of every verdict."""
     lines = ["# The learning verdict on known answers", "",
              f"`{results.command}`, started {results.started}, {results.steps} steps a run.", "",
              *table_lines(results), ""]
     for row in results.rows:
         if row.learning is not None:
             lines.append(f"- **{row.program} / {row.mutant}: {row.learning.status}**: {row.learning.reason}.")
-    write_text(Path(results.folder) / TABLE, "\n".join(lines) + "\n")
+    return lines
+
+
+def _write(results: MutantsResults) -> None:
+    results.write(Path(results.folder))
+    write_text(Path(results.folder) / TABLE, "\n".join(report_lines(results)) + "\n")

@@ -1,8 +1,9 @@
 """Every figure the docs and the patch headers quote comes from one recorded invocation.
 
-A kit invocation's own document (bench.json, sweep.json, network.json; a reproduction's
-results.json, with its run.json, in a folder of its own) is kept under docs/records/ and listed, with its command and its date, in docs/records/README.md. A page
-says where its figures come from with a marker, `<!-- figures: records/<file> -->`, which holds
+A kit invocation's own document (bench.json, sweep.json, network.json, mutants.json; a
+reproduction's results.json, with its run.json, in a folder of its own) is kept under
+docs/records/ and listed, with its command and its date, in docs/records/README.md. A page says
+where its figures come from with a marker, `<!-- figures: records/<file> -->`, which holds
 until the next heading or marker (`<!-- figures end -->` ends one early); a patch says it with a
 `Figures: docs/records/<file>` field, which holds for its Description.
 Within those, every figure (a decimal, a speed-up `1.57x`, a share `79.0%`, a change
@@ -28,6 +29,7 @@ from reprokit.bench.comparison import TARGET_SPEEDUP
 from reprokit.bench.findings import BenchResults, NetworkResults, SweepResults
 from reprokit.bench.tables import bench_lines, network_sweep_lines, sweep_lines
 from reprokit.judge.speed import METHOD, format_number, format_share
+from reprokit.mutation import MutantsResults, report_lines
 from reprokit.names import RUN_FILE
 from reprokit.report.markdown import markdown
 from reprokit.report.results import RunResults
@@ -45,9 +47,9 @@ HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)
 FIGURE = re.compile(r"(?<![\w.])[+-]?\d+(?:\.\d+)?[x%](?![\w])|(?<![\w.])[+-]?\d+\.\d+(?![\w.])")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 
-# Quoting figures that no record holds yet (the work left: re-run `invoke mutants` for the
-# catalogue's tables, keep its mutants.json under docs/records/ with a reader here, and mark the
-# parts that quote it; the signal calibration is a scratch measurement, not a kit invocation).
+# Quoting figures that no record holds yet (the work left: re-run `invoke mutants --programs
+# article` for the article's catalogue, keep its mutants.json under docs/records/ and mark the
+# part that quotes it; the signal calibration is a scratch measurement, not a kit invocation).
 UNRECORDED = {"docs/learning.md"}
 
 
@@ -69,6 +71,8 @@ class Record:
             return "\n".join(bench_lines(BenchResults.load(self.path), article))
         if self.path.name.startswith("sweep"):
             return "\n".join(sweep_lines(SweepResults.load(self.path)))
+        if self.path.name.startswith("mutants"):
+            return "\n".join(report_lines(MutantsResults.load(self.path)))
         if self.path.name.startswith("network"):
             return "\n".join(network_sweep_lines(NetworkResults.load(self.path)))
         raise AssertionError(f"{self.path.name}: no reader for this kind of record")
