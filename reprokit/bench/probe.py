@@ -199,8 +199,7 @@ def _tf2_variable_recorder(out: Path, report: dict[str, object]) -> Callable[...
     """A TF2 trainer has no graph to ask: every trainable variable it creates passes through this
     creator, below any strategy's, so it sees the variable each device really holds (a ps's, or
     each worker's own copy of a mirrored one). Written as they come: the run may end any time."""
-    _, suffix = task_device()
-    mine = out.with_name(f"{out.stem}{suffix}{out.suffix}")
+    mine, _ = _own_file(out)
     variables: dict[str, str] = {}
 
     def record(next_creator: Callable[..., Any], **kwargs: Any) -> Any:
@@ -218,8 +217,7 @@ def _trace_tf2_step(trace_step: int, out: Path, report: dict[str, object]) -> No
     (reprokit.bench.tf2_trace); each worker of an all-reduce cluster writes its own file."""
     import tensorflow
 
-    _, suffix = task_device()
-    mine = out.with_name(f"{out.stem}{suffix}{out.suffix}")
+    mine, suffix = _own_file(out)
 
     def on_trace(traced: Trace) -> None:
         step = traced.get("step", trace_step)
@@ -229,6 +227,13 @@ def _trace_tf2_step(trace_step: int, out: Path, report: dict[str, object]) -> No
         write_json(mine, report)
 
     wrap_step_functions(tensorflow, trace_step, out.parent, on_trace)
+
+
+def _own_file(out: Path) -> tuple[Path, str]:
+    """This task's probe file and its suffix: worker 0's (or a lone process's) is ``out``, worker i's
+    ``probe-worker<i>.json`` beside it."""
+    _, suffix = task_device()
+    return out.with_name(f"{out.stem}{suffix}{out.suffix}"), suffix
 
 
 if __name__ == "__main__":
