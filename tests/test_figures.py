@@ -100,7 +100,8 @@ def figures(text: str) -> list[str]:
     return [m.group(0) for m in FIGURE.finditer(text) if not VERSION_OF.search(text[max(0, m.start() - 14):m.start()])]
 
 
-def everywhere() -> set[str]:
+@functools.cache
+def everywhere() -> frozenset[str]:
     """Figures any page may quote: the article's, as the kit's reports print them beside every
     run's, those of the method every report states, and the lesson's target, which every bench
     prints."""
@@ -108,7 +109,7 @@ def everywhere() -> set[str]:
     printed = [format_number(art.standalone_rate, 1), format_number(art.cluster_rate, 1),
                format_number(art.speedup, 2, "x"), format_share(art.speedup / art.workers), METHOD,
                format_number(TARGET_SPEEDUP, 2, "x")]
-    return set(figures(" ".join(printed)))
+    return frozenset(figures(" ".join(printed)))
 
 
 def marked_parts(text: str) -> list[tuple[str, str]]:
