@@ -130,14 +130,17 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
             "require_claim": f"exit {CLAIM_NOT_REPRODUCED} unless the program's speed-up claim is REPRODUCED "
                              "(by default a claim that does not reproduce is a finding, and the exit is 0)",
             "repetitions": "standalone/cluster pairs in alternating order (default: repetitions in invoke.yaml); "
-                           "from 3 the claim is judged on the spread between them"})
+                           "from 3 the claim is judged on the spread between them",
+            "fault": "SIGNAL:ROLE@STEP, repeatable: send kill, term or int to a role once the trainer has logged "
+                     "that step (local and hosts backends; see docs/faults.md)"},
+      iterable=["fault"])
 def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, source=None,
               backend=None, isolation=None, run_id=None, tuning=None, link=None, cluster=None, program=None,
-              require_claim=False, repetitions=None):
+              require_claim=False, repetitions=None, fault=None):
     """The whole experiment: patches, data, standalone, cluster, eval, check, report; a three-part verdict."""
     request = Request(steps=steps, quick=quick, workers=workers, layout=layout, cpus=cpus or "", source=source,
                       backend=backend, isolation=isolation, run_id=run_id, tuning=tuning, link=link or "none",
-                      cluster_file=cluster, program=program, repetitions=repetitions)
+                      cluster_file=cluster, program=program, repetitions=repetitions, faults=tuple(fault or ()))
     result = _run(views.reproduce, c, request)
     _passed(result.passed, "reproduce")
     if require_claim and (result.claim is None or result.claim.status != "REPRODUCED"):

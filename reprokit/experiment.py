@@ -116,6 +116,9 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
                     folder.mkdir(parents=True, exist_ok=True)
                     outcome = backend.run(folder, roles, program.main_role(mode), progress)
                     outcomes[name] = outcome
+                    for event in outcome.recovery.get("events", []):  # faults and restarts (run/faults.py)
+                        when = "before step 0" if event["step"] is None else f"after step {event['step']}"
+                        say(f"{event['role']}: {event['what']} at {event['t']:.1f} s, {when}: {event['detail']}")
                     if not outcome.ok:
                         raise ClusterError(f"the {name} run failed: {outcome.message}", f"logs are kept in {folder}")
                     say(f"{name}: finished, logs in {folder}")

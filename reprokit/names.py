@@ -57,8 +57,9 @@ def hostname(role: str) -> str:
     return f"{_HOSTNAMES[STANDALONE]}{copy}" if copy.isdigit() else _HOSTNAMES[role]
 
 
-def log_path(run_dir: str | Path, role: str) -> Path:
-    return Path(run_dir) / f"{role}.log"
+def log_path(run_dir: str | Path, role: str, incarnation: int = 1) -> Path:
+    """worker1.log; a restarted role's next incarnations log beside it: worker1.2.log, ..."""
+    return Path(run_dir) / (f"{role}.log" if incarnation == 1 else f"{role}.{incarnation}.log")
 
 
 

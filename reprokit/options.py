@@ -10,7 +10,7 @@ sweep and the mutants take a plan and never call back up.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +21,7 @@ from reprokit.names import MODES
 from reprokit.programs import PROGRAMS
 from reprokit.run.backends import BACKENDS, Backend
 from reprokit.run.cluster import LAYOUTS, Cluster, load_cluster, parse_cpu_overrides
+from reprokit.run.faults import FaultPlan, parse_fault, retryable_codes
 from reprokit.run.links import Link, parse_link, parse_links
 from reprokit.run.process_backend import ISOLATION_MODES
 from reprokit.run.registry import (
@@ -154,6 +155,7 @@ class Request:
     cluster_file: str | None = None  # the swarm backend: worker count and placement from a cluster file
     modes: tuple[str, ...] = MODES
     repetitions: Given = None
+    faults: tuple[str, ...] = ()  # SIGNAL:ROLE@STEP each (reprokit.run.faults)
 
     def options(self, s: Settings, workers: int | None = None) -> Options:
         steps = self.steps if self.steps is not None else (s.quick_steps if self.quick else s.steps)
@@ -175,7 +177,8 @@ class Request:
         options = self.options(s, workers=len(cluster.workers) if cluster else None)
         name, isolation = self.backend or s.backend, self.isolation or s.isolation
         check_backend(name, isolation, options.tuning, self.link, self.cluster_file)
-        config = replace(_config(s, name, isolation), link=self.link, placement=placement, echo=echo)
+        config = replace(_config(s, name, isolation), link=self.link, placement=placement, echo=echo,
+                         faults=fault_plan(s, options, self.faults, name))
         return RunPlan(options, build_backend(config))
 
     def client_plan(self, s: Settings, cluster: Cluster) -> RunPlan:
@@ -266,6 +269,25 @@ class SweepRequest:
         local = local_backend(s, self.isolation)
         return SweepPlan(options, local, counts, programs,
                          [(link, build_backend(replace(_config(s, "hosts", "none"), link=link.name))) for link in links])
+
+
+FAULT_BACKENDS = ("local", "hosts")  # the process backend's supervisor injects faults and restarts roles
+
+
+def fault_plan(s: Settings, options: Options, texts: Sequence[str], backend: str) -> FaultPlan:
+    """The faults asked for, each checked against the roles this program starts, and invoke.yaml's
+    restart policy for the roles its cluster can take back."""
+    program = PROGRAMS[options.program]
+    roles = [role for mode in options.modes for role in program.role_names(mode, options.workers)]
+    faults = tuple(parse_fault(text, roles, options.steps) for text in texts)
+    if faults and backend not in FAULT_BACKENDS:
+        raise KitError(f"--fault is injected by the kit's supervisor, which the {backend} backend does not use "
+                       "(its engine's restart policy is not wired to faults yet)",
+                       f"use --backend {' or '.join(FAULT_BACKENDS)} with it")
+    cluster = program.role_names("cluster", options.workers)
+    why_not = {role: program.why_not_restarted(role) for role in cluster}
+    return FaultPlan(faults, tuple(r for r in cluster if not why_not[r]), {r: w for r, w in why_not.items() if w},
+                     retryable_codes(s.retryable_exit_codes), s.backoff_limit, s.restart_backoff_s)
 
 
 def check_backend(backend: str, isolation: str, tuning: Tuning, link: str = "none",

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from reprokit.errors import KitError
-from reprokit.names import CLIENT, STANDALONE, worker
+from reprokit.names import CLIENT, PS, STANDALONE, cluster_role_names, worker
 from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.roles import (
     Instruments,
@@ -58,6 +58,33 @@ class Program:
     def asynchronous(self) -> bool:
         """Workers update apart (one worker's batch an update), not as one synchronous step."""
         return self.shape == COORDINATOR
+
+    def role_names(self, mode: str, workers: int) -> list[str]:
+        """The roles one mode of it starts: the standalone; every worker of an all-reduce cluster;
+        else the ps, the workers and the client."""
+        if mode == STANDALONE:
+            return [STANDALONE]
+        if self.shape == ALL_REDUCE:
+            return [worker(i) for i in range(workers)]
+        return cluster_role_names(workers)
+
+    def why_not_restarted(self, role: str) -> str:
+        """'' for a role its cluster takes back when it is restarted (reprokit.run.faults); else
+        why a restart would not help, told where the run fails."""
+        if role in (STANDALONE, self.main_role("cluster")):
+            return f"the {role} runs the training loop: the run is its run"
+        if self.shape == COORDINATOR:
+            if role == PS:
+                return ("the ps holds the variables, and ParameterServerStrategy's coordinator ends with "
+                        "UnavailableError when it is lost; taking it back needs the cluster restarted from "
+                        "a checkpoint, which the kit does not do yet")
+            return ""  # a worker: the coordinator puts its functions back and uses it again once it serves
+        if self.shape == ALL_REDUCE:
+            return ("every step's all-reduce needs every worker: a lost one ends the collective, and taking "
+                    "it back needs the whole cluster restarted from a checkpoint, which the kit does not do yet")
+        return (f"the {self.name} program's client runs every step as one session call across the cluster, "
+                "and a restarted server holds none of the step's state; the program saves its first checkpoint "
+                "at step 0 and the next at its end, so there is nothing to start again from")
 
     def main_role(self, mode: str) -> str:
         """The role whose log holds the trainer's step lines: the standalone, the client (which

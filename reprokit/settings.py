@@ -56,6 +56,9 @@ class Settings:
     stall_factor: float
     stall_floor_s: float
     request_id_fix: bool
+    retryable_exit_codes: str
+    backoff_limit: int
+    restart_backoff_s: float
 
     @property
     def watchdog(self) -> Watchdog:

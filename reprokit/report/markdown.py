@@ -72,6 +72,28 @@ def hosts_and_links_lines(results: RunResults) -> list[str]:
     return lines
 
 
+def faults_lines(results: RunResults) -> list[str]:
+    """Each mode's injected faults and restarts (reprokit/run/faults.py): a timeline, and what it cost."""
+    lines: list[str] = []
+    for mode, data in results.modes.items():
+        recovery = data.outcome.recovery if data.outcome else {}
+        if not recovery:
+            continue
+        restarts = recovery.get("restarts") or {}
+        restarted = ", ".join(f"{role} {n} time{'s' if n > 1 else ''}" for role, n in restarts.items())
+        lost = recovery.get("seconds_lost")
+        cost = (f"; the steps after the first fault took {lost} s beyond the pace before it "
+                f"({recovery.get('pace_s_per_step')} s a step)") if lost is not None else ""
+        lines += [f"The {mode} run: faults {', '.join(recovery.get('faults') or []) or 'none'}; "
+                  f"restarted: {restarted or 'no role'}{cost}.", "",
+                  "| seconds | last logged step | role | what | detail |", "| ---: | ---: | --- | --- | --- |"]
+        for e in recovery.get("events") or []:
+            step = "" if e["step"] is None else e["step"]
+            lines.append(f"| {e['t']:.1f} | {step} | {e['role']} | {e['what']} | {e['detail'].replace('|', '/')} |")
+        lines.append("")
+    return lines
+
+
 def evaluation_lines(run_dir: Path, results: RunResults) -> list[str]:
     """precision @ 1 of each mode's last checkpoint, and where TensorBoard finds each mode's events."""
     lines = ["| mode | step | examples seen | precision @ 1 (95% CI) | correct of counted | eval log |",
@@ -117,6 +139,9 @@ def markdown(run_dir: Path, info: RunInfo, results: RunResults, plot_name: str |
             "The ratios are the figures to compare; absolute rates depend on the machine.", ""]
     if plot_name:
         out += [f"![examples/sec per logged step]({plot_name})", ""]
+    faults = faults_lines(results)
+    if faults:
+        out += ["## Faults and restarts", ""] + faults
     evaluated = evaluation_lines(run_dir, results)
     if len(evaluated) > 2:
         out += ["## Learning: precision @ 1 on the test set", ""] + evaluated + [""]

@@ -30,6 +30,7 @@ from reprokit.names import CLIENT, PS, ROLE_SERVER, cluster_role_names, worker_i
 from reprokit.run import netns
 from reprokit.run.backends import Exposure
 from reprokit.run.cluster import SERVER_PORT, Cluster, local_cluster, require_free_ports
+from reprokit.run.faults import NO_FAULTS, FaultPlan
 from reprokit.run.links import Link, parse_link
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Watchdog
@@ -190,9 +191,10 @@ class ProcessBackend:
     role_server = str(ROLE_SERVER)
     client_waits = False
 
-    def __init__(self, network: Network, watchdog: Watchdog) -> None:
+    def __init__(self, network: Network, watchdog: Watchdog, faults: FaultPlan = NO_FAULTS) -> None:
         self.network = network
         self.watchdog = watchdog
+        self.faults = faults  # the supervisor injects them and restarts by its policy
         self.name = network.backend_name
 
     def cluster(self, workers: int) -> Cluster:
@@ -205,7 +207,8 @@ class ProcessBackend:
         return {"backend": self.name, **self.network.facts()}
 
     def run(self, run_dir: Path, roles: list[RoleSpec], main: str, progress: Progress | None) -> Outcome:
-        return run_plan(self.network.plan(run_dir, roles, main, self.watchdog), progress=progress)
+        return run_plan(replace(self.network.plan(run_dir, roles, main, self.watchdog), faults=self.faults),
+                        progress=progress)
 
     def teardown(self) -> list[str]:
         """Nothing is left to remove: the supervisor stopped every process it started, and the

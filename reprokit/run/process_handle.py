@@ -14,6 +14,7 @@ import socket
 import subprocess
 from collections.abc import Sequence
 from pathlib import Path
+from signal import SIGKILL, SIGTERM, Signals
 
 from reprokit import commands
 from reprokit.errors import ClusterError
@@ -32,16 +33,22 @@ def role_argv(role: RoleSpec, enter: Sequence[str] = ()) -> list[str]:
 
 
 class ProcessHandle:
-    """One role as a child process; its output is pumped into its log, line by line."""
+    """One role as a child process; its output is pumped into its log, line by line. A restart
+    (faults.py) is a new handle of the same role, its next incarnation, with a log of its own."""
 
     def __init__(self, role: RoleSpec, run_dir: str | Path, *, enter: Sequence[str] = (),
-                 probe_host: str | None = None) -> None:
+                 probe_host: str | None = None, incarnation: int = 1) -> None:
         self.spec = role
+        self.run_dir, self.enter = run_dir, tuple(enter)
         self.argv = role_argv(role, enter)
         self.pid: int | None = None
         self.proc: subprocess.Popen[str] | None = None
-        self.pump = LogPump(log_path(run_dir, role.name))
+        self.pump = LogPump(log_path(run_dir, role.name, incarnation))
         self.probe_host = probe_host  # where to connect to probe it, if not the host of its address
+
+    def again(self, incarnation: int) -> ProcessHandle:
+        return ProcessHandle(self.spec, self.run_dir, enter=self.enter, probe_host=self.probe_host,
+                             incarnation=incarnation)
 
     def start(self) -> None:
         self.pump.note(commands.shown(self.argv))
@@ -76,12 +83,14 @@ class ProcessHandle:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def terminate(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
+        self.signal(SIGTERM)
 
     def kill(self) -> None:
+        self.signal(SIGKILL)
+
+    def signal(self, signum: Signals) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
+            self.proc.send_signal(signum)
 
     def wait(self, timeout: float) -> int | None:
         if self.proc is None:

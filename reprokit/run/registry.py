@@ -15,6 +15,7 @@ from reprokit.run import request_ids
 from reprokit.run.backends import Backend
 from reprokit.run.cluster import Cluster
 from reprokit.run.containers.mounts import RunInputs
+from reprokit.run.faults import NO_FAULTS, FaultPlan
 from reprokit.run.process_backend import (
     ExternalServers,
     Loopback,
@@ -44,14 +45,15 @@ class BackendConfig:
     deploys: bool = True  # swarm: False only writes stack files (`invoke stack-file`), no swarm needed
     echo: Echo = silent  # swarm: the docker commands it runs
     cluster: Cluster | None = None  # external: the servers started elsewhere
+    faults: FaultPlan = NO_FAULTS  # local, hosts: faults to inject and the restart policy (faults.py)
 
 
 def build_backend(config: BackendConfig) -> Backend:
     """The backend called ``config.name``, whose options were checked with the request."""
     if config.name == "local":
-        return ProcessBackend(Loopback.choose(config.isolation), config.watchdog)
+        return ProcessBackend(Loopback.choose(config.isolation), config.watchdog, config.faults)
     if config.name == "hosts":
-        return ProcessBackend(SimulatedHosts.shaped(config.link), config.watchdog)
+        return ProcessBackend(SimulatedHosts.shaped(config.link), config.watchdog, config.faults)
     if config.name == EXTERNAL:
         assert config.cluster is not None, "an external cluster is built with its servers' addresses"
         return ProcessBackend(ExternalServers(config.cluster), config.watchdog)

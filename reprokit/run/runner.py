@@ -16,12 +16,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from reprokit.errors import ClusterError, KitError
 from reprokit.names import log_path
 from reprokit.run.logfiles import LogFollower, tail
 from reprokit.run.roles import RoleSpec
+
+if TYPE_CHECKING:  # faults.py builds on the handles defined here
+    from reprokit.run.faults import Recovery
 
 Progress = Callable[[str, int, float], None]  # role, step, examples/sec
 TERM_GRACE_S = 5.0
@@ -41,6 +44,7 @@ class Outcome:
     interfaces: list[str] = field(default_factory=list)  # the network the roles saw: ['lo'] when isolated
     left: list[str] = field(default_factory=list)  # what teardown could not remove, with the reason
     network: dict[str, object] = field(default_factory=dict)  # the hosts backend: addresses, link, bytes
+    recovery: dict[str, Any] = field(default_factory=dict)  # faults, restarts, their timeline (faults.py), as JSON
 
     def add_leftovers(self, left: list[str]) -> None:
         """What a teardown could not remove: the run fails, and its message names each one."""
@@ -138,12 +142,14 @@ class Runner:
     ends when the main role ends, when any other role dies, when it stalls, or on `stop`."""
 
     def __init__(self, run_dir: Path, handles: Sequence[RoleHandle], main: str, *, watchdog: Watchdog,
-                 progress: Progress | None = None, stop: threading.Event | None = None) -> None:
+                 progress: Progress | None = None, stop: threading.Event | None = None,
+                 recovery: Recovery | None = None) -> None:
         self.run_dir, self.main = Path(run_dir), main
         self.handles = {h.spec.name: h for h in handles}
         if main not in self.handles:
             raise KitError(f"the main role {main!r} is not among the roles {list(self.handles)}")
         self.watchdog, self.progress = watchdog, progress
+        self.recovery = recovery  # faults to inject and roles to restart; None: every death ends the run
         self.stop = stop or threading.Event()
         self.started_at = time.monotonic()
         # The wall-clock start, so that timings can be set against the logs' timestamps.
@@ -182,6 +188,8 @@ class Runner:
             message = str(self._death(died.role, died.when))
         outcome = Outcome(ok, message, {n: h.returncode() for n, h in self.handles.items() if h in self.started},
                           {h.spec.name: h.pid for h in self.started if h.pid is not None}, self.timings, self.cpu)
+        if self.recovery is not None:
+            outcome.recovery = self.recovery.summary()
         outcome.add_leftovers(left)
         return outcome
 
@@ -199,7 +207,7 @@ class Runner:
 
     def _death(self, name: str, when: str) -> ClusterError:
         handle = self.handles[name]
-        path = log_path(self.run_dir, name)
+        path = log_path(self.run_dir, name, self.recovery.incarnation(name) if self.recovery else 1)
         return ClusterError(f"the {name} role {handle.death()} {when}".rstrip(),
                             f"see {path}; its last lines:\n{tail(path)}")
 
@@ -243,13 +251,20 @@ class Runner:
             for name, handle in self.handles.items():
                 code = handle.returncode()
                 if name != self.main and code is not None and not (handle.spec.ends_itself and code == 0):
-                    raise _Died(name, f"while the {self.main} was running")
+                    self._answer_death(name, code)
             self._check_pumps()
             now = time.monotonic()
             for step in self._progress():
                 if last_step is not None:
                     gaps.append(now - last_line)
                 last_line, last_step = now, step
+                if self.recovery is not None:
+                    self.recovery.on_step(step)
+            if self.recovery is not None:
+                for handle in self.recovery.restart_due():
+                    self.handles[handle.spec.name] = handle
+                    self._start(handle)
+                self.recovery.check_serving()
             if now - last_sample > 1.0:
                 self._sample_cpu()
                 last_sample = now
@@ -262,6 +277,16 @@ class Runner:
                 self.mark("stalled")
                 raise self._stalled(now - last_line, last_step, gaps[1:])
             time.sleep(TICK_S)
+
+    def _answer_death(self, name: str, code: int) -> None:
+        """A role other than the main one ended: restarted by the recovery's policy, or the run ends."""
+        if self.recovery is None:
+            raise _Died(name, f"while the {self.main} was running")
+        if self.recovery.pending(name):
+            return
+        refusal = self.recovery.on_death(name, code)
+        if refusal:
+            raise _Died(name, f"while the {self.main} was running; not restarted: {refusal}")
 
     def _progress(self) -> list[int]:
         """The main role's new step lines, each handed to the progress callback; their steps."""

@@ -32,6 +32,7 @@ from reprokit import PACKAGE_PARENT, commands
 from reprokit.errors import ClusterError, KitError
 from reprokit.files import write_json, write_text
 from reprokit.run import netns
+from reprokit.run.faults import NO_FAULTS, FaultPlan, Recovery
 from reprokit.run.links import parse_link
 from reprokit.run.process_handle import ProcessHandle
 from reprokit.run.roles import RoleSpec
@@ -55,6 +56,7 @@ class Plan:
     isolated: bool = False  # in a network namespace of its own: the launcher unshares, the supervisor brings lo up
     hosts: dict[str, str] = field(default_factory=dict)  # role -> address: a simulated host per role
     link: str = "none"  # the hosts' links' bandwidth (reprokit.run.links)
+    faults: FaultPlan = NO_FAULTS  # faults to inject, roles to restart (faults.py)
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "roles": [r.to_json() for r in self.roles]}, indent=1)
@@ -64,6 +66,7 @@ class Plan:
         data = json.loads(text)
         data["roles"] = [RoleSpec.from_json(r) for r in data["roles"]]
         data["watchdog"] = Watchdog(**data["watchdog"])
+        data["faults"] = FaultPlan.from_json(data["faults"])
         return cls(**data)
 
 
@@ -103,7 +106,10 @@ def _run(plan: Plan, handles: list[ProcessHandle], stop: threading.Event | None,
             on_step(step)
         _emit({"progress": [role, step, rate]})
 
-    runner = Runner(Path(plan.run_dir), handles, plan.main, watchdog=plan.watchdog, stop=stop, progress=progress)
+    recovery = Recovery(plan.faults, {h.spec.name: h for h in handles}) \
+        if plan.faults.faults or plan.faults.restartable else None
+    runner = Runner(Path(plan.run_dir), handles, plan.main, watchdog=plan.watchdog, stop=stop, progress=progress,
+                    recovery=recovery)
     outcome = runner.run()
     outcome.interfaces = netns.interfaces()
     return outcome

@@ -1,0 +1,219 @@
+"""Faults injected into a run and the restart policy that answers them (reprokit/run/faults.py).
+
+The runner's part runs small Python programs as roles (a listener standing in for a server, a
+client that writes step lines), so it takes seconds; the last test runs a real tf2-ps cluster
+through a whole reproduction and kills a worker in it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprokit.errors import KitError
+from reprokit.experiment import reproduce
+from reprokit.names import log_path
+from reprokit.options import Request, fault_plan
+from reprokit.run.faults import (
+    Fault,
+    FaultPlan,
+    exit_status,
+    parse_fault,
+    retryable_codes,
+)
+from reprokit.run.process_backend import Loopback, ProcessBackend
+from reprokit.run.roles import RoleSpec
+from reprokit.run.supervisor import Plan, supervise
+from reprokit.settings import from_mapping
+from tests.support import REPO
+from tests.support.kit import (
+    KitInputs,
+    kit_options,
+    kit_settings,
+    kit_watchdog,
+    repo_config,
+)
+from tests.support.processes import free_port
+
+pytestmark = pytest.mark.usefixtures("no_leftover_processes")
+PY = sys.executable
+CPU = str(min(os.sched_getaffinity(0)))
+ROLES = ["standalone", "ps", "worker0", "worker1", "client"]
+SETTINGS = from_mapping(repo_config(), root=REPO)
+# Listens, says so, and waits; with a delay, kills itself with SIGKILL that long after it listens.
+LISTENER = ("import os, signal, socket, sys, time\n"
+            "s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)\n"
+            "s.bind(('127.0.0.1', int(sys.argv[1]))); s.listen()\n"
+            "print('listening on', sys.argv[1], flush=True)\n"
+            "if float(sys.argv[2]): time.sleep(float(sys.argv[2])); os.kill(os.getpid(), signal.SIGKILL)\n"
+            "time.sleep(120)")
+# A client that logs step 0, 10, ..., 90, 0.4 s apart, and ends with 0.
+CLIENT = ("import time\n"
+          "for step in range(0, 100, 10):\n"
+          "    print(f'2026-12-06 10:00:00.000000: step {step}, loss = 4.60 (900.0 examples/sec; "
+          "0.142 sec/batch)', flush=True)\n"
+          "    time.sleep(0.4)\n")
+
+
+def server(name: str, dies_after_s: float = 0, code: str = LISTENER) -> RoleSpec:
+    port = free_port()
+    return RoleSpec(name, [PY, "-c", code, str(port), str(dies_after_s)], CPU, {}, f"127.0.0.1:{port}")
+
+
+def client() -> RoleSpec:
+    return RoleSpec("client", [PY, "-c", CLIENT], CPU, {"PYTHONUNBUFFERED": "1"})
+
+
+def policy(*faults: Fault, restartable: tuple[str, ...] = ("worker1",), limit: int = 3) -> FaultPlan:
+    return FaultPlan(faults, restartable, {"ps": "the ps holds the variables"}, (130, 137, 143), limit, 0.1)
+
+
+def run(tmp_path: Path, roles: list[RoleSpec], faults: FaultPlan):
+    return supervise(Plan(str(tmp_path), roles, "client", kit_watchdog(probe_s=20), faults=faults))
+
+
+# --- what a fault and a policy are ---------------------------------------------------------
+
+def test_a_fault_is_signal_role_and_step():
+    assert Fault("kill", "worker1", 20) == parse_fault("kill:worker1@20", ROLES, 51)
+    assert signal.SIGTERM == parse_fault(" term:ps@0 ", ROLES, 51).signum
+    assert "int:client@50" == str(parse_fault("int:client@50", ROLES, 51))
+
+
+@pytest.mark.parametrize("text, says, fix", [
+    ("worker1@20", "is not SIGNAL:ROLE@STEP", "e.g. --fault kill:ps@20"),
+    ("hup:worker1@20", "unknown signal 'hup'", "use one of kill, term, int"),
+    ("kill:worker2@20", "this run has no role 'worker2'", "its roles are standalone, ps, worker0, worker1, client"),
+    ("kill:worker1@51", "the run logs steps 0 to 50", "give a step below 51, or more --steps"),
+])
+def test_a_bad_fault_is_refused_naming_what_would_do(text: str, says: str, fix: str):
+    with pytest.raises(KitError) as raised:
+        parse_fault(text, ROLES, 51)
+    assert says in raised.value.message and fix == raised.value.hint
+
+
+def test_exit_codes_are_read_as_a_shell_reads_them():
+    assert (137, 143, 130, 1, 0) == tuple(exit_status(c) for c in (-9, -15, -2, 1, 0))
+    assert (130, 137, 143) == retryable_codes("130, 137,143")
+    for bad in ("137,x", "", "0", "256"):
+        with pytest.raises(KitError, match="retryable_exit_codes"):
+            retryable_codes(bad)
+
+
+def test_the_policy_restarts_only_a_retryable_death_of_a_role_the_program_takes_back():
+    plan = policy(limit=2)
+    assert "" == plan.refusal("worker1", -signal.SIGKILL, 0)
+    assert "" == plan.refusal("worker1", 143, 1)
+    assert plan.refusal("worker1", 1, 0).startswith("exit code 1 is permanent (retried: 130, 137, 143")
+    assert plan.refusal("worker1", 139, 0).startswith("exit code 139 is permanent")
+    assert plan.refusal("worker1", -9, 2).startswith("it was restarted 2 times already (backoff_limit 2")
+    assert "the ps holds the variables" == plan.refusal("ps", -9, 0)
+
+
+def test_a_plan_with_faults_survives_its_json_file(tmp_path: Path):
+    plan = Plan(str(tmp_path), [client()], "client", kit_watchdog(), faults=policy(Fault("kill", "worker1", 20)))
+    assert plan == Plan.from_json(plan.to_json())
+
+
+def test_the_request_checks_faults_against_the_program_and_names_whom_it_takes_back():
+    options = kit_options(51, program="tf2-ps")
+    plan = fault_plan(SETTINGS, options, ["kill:worker1@20", "term:ps@30"], "hosts")
+    assert (Fault("kill", "worker1", 20), Fault("term", "ps", 30)) == plan.faults
+    assert ("worker0", "worker1") == plan.restartable
+    assert {"ps", "client"} == set(plan.why_not)
+    assert (SETTINGS.backoff_limit, SETTINGS.restart_backoff_s) == (plan.backoff_limit, plan.backoff_s)
+    article = fault_plan(SETTINGS, kit_options(51, program="article"), [], "local")
+    assert () == article.restartable
+    assert "nothing to start again from" in article.why_not["worker1"]
+    mirrored = fault_plan(SETTINGS, kit_options(51, program="tf2-mirrored"), ["kill:worker1@20"], "local")
+    assert ["worker0", "worker1"] == sorted(mirrored.why_not)  # no client, no ps in an all-reduce cluster
+
+
+@pytest.mark.parametrize("backend", ["docker", "swarm"])
+def test_a_fault_on_a_backend_whose_engine_the_kit_does_not_supervise_is_refused(backend: str):
+    with pytest.raises(KitError, match="use --backend local or hosts with it"):
+        fault_plan(SETTINGS, kit_options(51, program="tf2-ps"), ["kill:worker1@20"], backend)
+    assert () == fault_plan(SETTINGS, kit_options(51, program="tf2-ps"), [], backend).faults
+
+
+def test_reproduce_refuses_a_fault_naming_a_role_the_program_does_not_start():
+    request = Request(quick=True, program="tf2-mirrored", faults=("kill:client@20",), isolation="none")
+    with pytest.raises(KitError, match="this run has no role 'client'"):
+        request.plan(SETTINGS)
+
+
+# --- the runner injects them and restarts -----------------------------------------------------
+
+def test_a_killed_worker_the_program_takes_back_is_restarted_and_the_run_goes_on(tmp_path: Path):
+    outcome = run(tmp_path, [server("ps"), server("worker1"), client()], policy(Fault("kill", "worker1", 30)))
+    assert (True, "") == (outcome.ok, outcome.message)
+    events = [(e["role"], e["what"]) for e in outcome.recovery["events"]]
+    assert [("worker1", "fault"), ("worker1", "exited"), ("worker1", "restarted"), ("worker1", "serving")] == events
+    assert {"worker1": 1} == outcome.recovery["restarts"]
+    fault = outcome.recovery["events"][0]
+    assert (30, "SIGKILL sent (kill:worker1@30)") == (fault["step"], fault["detail"])
+    assert "exit code 137" == outcome.recovery["events"][1]["detail"]
+    assert 0 <= outcome.recovery["seconds_lost"] < 2  # the client does not wait for worker1 here
+    # Each incarnation its own log; the second is the one the teardown stopped.
+    assert "listening on" in log_path(tmp_path, "worker1").read_text()
+    assert "listening on" in log_path(tmp_path, "worker1", 2).read_text()
+    assert -signal.SIGTERM == outcome.exit_codes["worker1"]
+
+
+def test_a_killed_role_the_program_cannot_take_back_ends_the_run_saying_why(tmp_path: Path):
+    outcome = run(tmp_path, [server("ps"), server("worker1"), client()], policy(Fault("kill", "ps", 10)))
+    assert not outcome.ok
+    assert outcome.message.startswith("the ps role exited with code -9 (killed by SIGKILL) while the client was "
+                                      "running; not restarted: the ps holds the variables")
+    assert [("ps", "fault"), ("ps", "exited"), ("ps", "not restarted")] == \
+        [(e["role"], e["what"]) for e in outcome.recovery["events"]]
+
+
+def test_a_permanent_exit_code_is_not_retried(tmp_path: Path):
+    exits_1 = LISTENER.replace("os.kill(os.getpid(), signal.SIGKILL)", "os._exit(1)")
+    outcome = run(tmp_path, [server("worker1", 0.5, exits_1), client()], policy())
+    assert not outcome.ok
+    assert "the worker1 role exited with code 1 while the client was running; not restarted: exit code 1 is " \
+           "permanent" in outcome.message
+    assert not log_path(tmp_path, "worker1", 2).exists()
+
+
+def test_the_backoff_limit_holds_and_nothing_is_left_running(tmp_path: Path):
+    """A worker that kills itself half a second after it listens, every time: two restarts, then the
+    run fails; three logs, one per incarnation (the fixture checks that no process is left)."""
+    outcome = run(tmp_path, [server("worker1", 0.5), client()], policy(limit=2))
+    assert not outcome.ok
+    assert "not restarted: it was restarted 2 times already (backoff_limit 2, invoke.yaml)" in outcome.message
+    assert f"see {log_path(tmp_path, 'worker1', 3)}" in outcome.message
+    assert {"worker1": 2} == outcome.recovery["restarts"]
+    assert [1, 2, 3] == [n for n in (1, 2, 3, 4) if log_path(tmp_path, "worker1", n).exists()]
+
+
+# --- a real cluster --------------------------------------------------------------------------
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_tf2_ps_survives_a_killed_worker_with_the_planned_steps(tmp_path: Path, kit_inputs: KitInputs):
+    """The faults issue's first done-when, on the local backend: `--program tf2-ps --quick --fault
+    kill:worker1@20` passes with every planned step logged, and the report shows the kill and the
+    restart."""
+    settings = kit_settings(tmp_path, kit_inputs)
+    options = kit_options(settings.quick_steps, program="tf2-ps", run_id="killed")
+    faults = fault_plan(settings, options, ["kill:worker1@20"], "local")
+    backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog, faults)
+    result = reproduce(settings, options, backend, lambda line: None)
+    assert result.passed, result.error
+    run_dir = result.run_dir
+    results = json.loads((run_dir / "results.json").read_text())
+    recovery = results["modes"]["cluster"]["outcome"]["recovery"]
+    assert {} == results["modes"]["standalone"]["outcome"]["recovery"]  # no fault is aimed at it
+    assert ["fault", "exited", "restarted", "serving"] == [e["what"] for e in recovery["events"]]
+    assert "step 50, loss = " in (run_dir / "client.log").read_text()
+    assert "serving /job:worker/task:1" in log_path(run_dir, "worker1", 2).read_text()
+    report = (run_dir / "report.md").read_text()
+    assert "kill:worker1@20" in report and "restarted" in report
