@@ -8,7 +8,9 @@ because it also runs inside the Docker image, where the kit is not installed:
         --job worker --task 0
 
 It prints one "serving" line once the server listens, then blocks; SIGTERM or
-SIGINT ends it cleanly with exit code 0.
+SIGINT ends it cleanly, with the exit code a process ended by that signal has (143, 130):
+a server has no end of its own, and a restart policy that reads exit codes (TFJob's, the kit's
+in reprokit/run/faults.py) must see a preempted server as stopped by a signal, not as finished.
 
 With `--run-trainer TRAINER.py -- FLAGS`, it serves its task and runs that trainer in the same
 process instead of blocking (the kit's "client hosts the ps" setting): the trainer's session on
@@ -128,8 +130,9 @@ def main(argv: list[str]) -> int:
         print(f"no task {args.task} in job {args.job!r} of {cluster}", file=sys.stderr)
         return 2
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stopped_by: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda number, _: (stopped_by.append(number), stop.set()))
 
     import tensorflow as tf  # after the signal handlers: the import takes seconds
 
@@ -155,7 +158,7 @@ def main(argv: list[str]) -> int:
     while not stop.wait(0.5):
         pass
     print(f"{datetime.now()}: stopping /job:{args.job}/task:{args.task}", flush=True)
-    return 0
+    return 128 + stopped_by[0]
 
 
 if __name__ == "__main__":

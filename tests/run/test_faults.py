@@ -198,13 +198,15 @@ def test_the_backoff_limit_holds_and_nothing_is_left_running(tmp_path: Path):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_tf2_ps_survives_a_killed_worker_with_the_planned_steps(tmp_path: Path, kit_inputs: KitInputs):
+@pytest.mark.parametrize("fault, code", [("kill:worker1@20", 137), ("term:worker1@20", 143)])
+def test_tf2_ps_survives_a_lost_worker_with_the_planned_steps(tmp_path: Path, kit_inputs: KitInputs, fault: str,
+                                                               code: int):
     """The faults issue's first done-when, on the local backend: `--program tf2-ps --quick --fault
     kill:worker1@20` passes with every planned step logged, and the report shows the kill and the
-    restart."""
+    restart. A preempted worker (SIGTERM) ends as a process ended by it, 143, and is restarted too."""
     settings = kit_settings(tmp_path, kit_inputs)
-    options = kit_options(settings.quick_steps, program="tf2-ps", run_id="killed")
-    faults = fault_plan(settings, options, ["kill:worker1@20"], "local")
+    options = kit_options(settings.quick_steps, program="tf2-ps", run_id="lost")
+    faults = fault_plan(settings, options, [fault], "local")
     backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog, faults)
     result = reproduce(settings, options, backend, lambda line: None)
     assert result.passed, result.error
@@ -213,7 +215,8 @@ def test_tf2_ps_survives_a_killed_worker_with_the_planned_steps(tmp_path: Path, 
     recovery = results["modes"]["cluster"]["outcome"]["recovery"]
     assert {} == results["modes"]["standalone"]["outcome"]["recovery"]  # no fault is aimed at it
     assert ["fault", "exited", "restarted", "serving"] == [e["what"] for e in recovery["events"]]
+    assert f"exit code {code}" == recovery["events"][1]["detail"]
     assert "step 50, loss = " in (run_dir / "client.log").read_text()
     assert "serving /job:worker/task:1" in log_path(run_dir, "worker1", 2).read_text()
     report = (run_dir / "report.md").read_text()
-    assert "kill:worker1@20" in report and "restarted" in report
+    assert fault in report and "restarted" in report
