@@ -131,8 +131,13 @@ def main(argv: list[str]) -> int:
         return 2
     stop = threading.Event()
     stopped_by: list[int] = []
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda number, _: (stopped_by.append(number), stop.set()))
+
+    def on_signal(number: int, _frame: object) -> None:
+        stopped_by.append(number)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
 
     import tensorflow as tf  # after the signal handlers: the import takes seconds
 
