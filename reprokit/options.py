@@ -287,7 +287,8 @@ def fault_plan(s: Settings, options: Options, texts: Sequence[str], backend: str
     cluster = program.role_names("cluster", options.workers)
     why_not = {role: program.why_not_restarted(role) for role in cluster}
     return FaultPlan(faults, tuple(r for r in cluster if not why_not[r]), {r: w for r, w in why_not.items() if w},
-                     retryable_codes(s.retryable_exit_codes), s.backoff_limit, s.restart_backoff_s)
+                     retryable_codes(s.retryable_exit_codes), s.backoff_limit, s.restart_backoff_s,
+                     program.rerun_marker)
 
 
 def check_backend(backend: str, isolation: str, tuning: Tuning, link: str = "none",

@@ -41,6 +41,9 @@ if TYPE_CHECKING:  # options.py reads the program names from here
 #   coordinator: ps and worker servers told the cluster by TF_CONFIG, and the trainer as the
 #                coordinator (TF_CONFIG's job "chief", the article's client), which schedules steps
 SESSION, ALL_REDUCE, COORDINATOR = "session", "all-reduce", "coordinator"
+# What ParameterServerStrategy's coordinator logs for each function it puts back in its queue
+# after the worker running it was lost: the function runs again, on whichever worker is free.
+PUT_BACK = "Putting back a closure after it failed"
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,11 @@ class Program:
         if self.shape == ALL_REDUCE:
             return [worker(i) for i in range(workers)]
         return cluster_role_names(workers)
+
+    @property
+    def rerun_marker(self) -> str:
+        """The main role's log line for a function run again after a lost worker ('' if it has none)."""
+        return PUT_BACK if self.shape == COORDINATOR else ""
 
     def why_not_restarted(self, role: str) -> str:
         """'' for a role its cluster takes back when it is restarted (reprokit.run.faults); else

@@ -84,6 +84,9 @@ def faults_lines(results: RunResults) -> list[str]:
         lost = recovery.get("seconds_lost")
         cost = (f"; the steps after the first fault took {lost} s beyond the pace before it "
                 f"({recovery.get('pace_s_per_step')} s a step)") if lost is not None else ""
+        again = recovery.get("functions_run_again")
+        if again is not None:
+            cost += f"; the coordinator put {again} function{'' if again == 1 else 's'} back, to run again"
         lines += [f"The {mode} run: faults {', '.join(recovery.get('faults') or []) or 'none'}; "
                   f"restarted: {restarted or 'no role'}{cost}.", "",
                   "| seconds | last logged step | role | what | detail |", "| ---: | ---: | --- | --- | --- |"]

@@ -21,6 +21,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from signal import SIGINT, SIGKILL, SIGTERM, Signals
 from typing import Any, Protocol
 
@@ -93,12 +94,14 @@ class FaultPlan:
     retryable: tuple[int, ...]  # exit codes worth a restart; the rest are permanent (invoke.yaml)
     backoff_limit: int  # restarts per role (invoke.yaml)
     backoff_s: float  # seconds from a death to its restart (invoke.yaml)
+    rerun_marker: str  # the main role's log line for a function run again (Program.rerun_marker), or ''
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FaultPlan:
         """The plan as `dataclasses.asdict` wrote it into the supervisor's plan file."""
         return cls(tuple(Fault(**f) for f in data["faults"]), tuple(data["restartable"]), dict(data["why_not"]),
-                   tuple(data["retryable"]), int(data["backoff_limit"]), float(data["backoff_s"]))
+                   tuple(data["retryable"]), int(data["backoff_limit"]), float(data["backoff_s"]),
+                   str(data["rerun_marker"]))
 
     def refusal(self, role: str, code: int, restarts: int) -> str:
         """'' when a role that ended with ``code`` after ``restarts`` restarts is restarted; else why not."""
@@ -125,7 +128,7 @@ class Restartable(RoleHandle, Protocol):
 
 # No fault, and no role restarted: the runs of the bench, the sweep and the mutants, and every
 # backend that is not told otherwise.
-NO_FAULTS = FaultPlan((), (), {}, (), 0, 0.0)
+NO_FAULTS = FaultPlan((), (), {}, (), 0, 0.0, "")
 
 
 @dataclass
@@ -205,11 +208,12 @@ class Recovery:
                 self.waiting.discard(role)
                 self._note(role, "serving", f"{handle.spec.address} answers again")
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, main_log: Path) -> dict[str, Any]:
         """The timeline and what the faults cost: restarts per role, and the seconds the main role's
         steps after the first fault took beyond its pace before it (the median seconds per step
-        between step lines, the first line's warm-up left out). Nothing for a run that none of the
-        faults is aimed at and in which no role was restarted."""
+        between step lines, the first line's warm-up left out); and, for a program that says so in
+        ``main_log``, the functions it ran again. Nothing for a run that none of the faults is aimed
+        at and in which no role was restarted."""
         faults = [f for f in self.plan.faults if f.role in self.handles]
         if not faults and not self.events:
             return {}
@@ -224,4 +228,9 @@ class Recovery:
             (s0, t0), (s1, t1) = after[0], after[-1]
             result["pace_s_per_step"] = round(pace, 4)
             result["seconds_lost"] = round(max(0.0, (t1 - t0) - (s1 - s0) * pace), 1)
+        if self.plan.rerun_marker:
+            try:
+                result["functions_run_again"] = main_log.read_text(errors="replace").count(self.plan.rerun_marker)
+            except OSError:
+                pass  # no log: nothing counted, and the report says nothing of it
         return result

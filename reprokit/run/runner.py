@@ -189,7 +189,7 @@ class Runner:
         outcome = Outcome(ok, message, {n: h.returncode() for n, h in self.handles.items() if h in self.started},
                           {h.spec.name: h.pid for h in self.started if h.pid is not None}, self.timings, self.cpu)
         if self.recovery is not None:
-            outcome.recovery = self.recovery.summary()
+            outcome.recovery = self.recovery.summary(log_path(self.run_dir, self.main))
         outcome.add_leftovers(left)
         return outcome
 

@@ -52,11 +52,14 @@ LISTENER = ("import os, signal, socket, sys, time\n"
             "print('listening on', sys.argv[1], flush=True)\n"
             "if float(sys.argv[2]): time.sleep(float(sys.argv[2])); os.kill(os.getpid(), signal.SIGKILL)\n"
             "time.sleep(120)")
-# A client that logs step 0, 10, ..., 90, 0.4 s apart, and ends with 0.
+# A client that logs step 0, 10, ..., 90, 0.4 s apart, and ends with 0; after step 40 it says,
+# as a coordinator would, that it put a function back.
+MARKER = "put back, to run again"
 CLIENT = ("import time\n"
           "for step in range(0, 100, 10):\n"
           "    print(f'2026-12-06 10:00:00.000000: step {step}, loss = 4.60 (900.0 examples/sec; "
           "0.142 sec/batch)', flush=True)\n"
+          "    print('put back, ' + 'to run again' if step == 40 else '', flush=True)\n"  # not in its argv
           "    time.sleep(0.4)\n")
 
 
@@ -70,7 +73,7 @@ def client() -> RoleSpec:
 
 
 def policy(*faults: Fault, restartable: tuple[str, ...] = ("worker1",), limit: int = 3) -> FaultPlan:
-    return FaultPlan(faults, restartable, {"ps": "the ps holds the variables"}, (130, 137, 143), limit, 0.1)
+    return FaultPlan(faults, restartable, {"ps": "the ps holds the variables"}, (130, 137, 143), limit, 0.1, MARKER)
 
 
 def run(tmp_path: Path, roles: list[RoleSpec], faults: FaultPlan):
@@ -127,8 +130,9 @@ def test_the_request_checks_faults_against_the_program_and_names_whom_it_takes_b
     assert ("worker0", "worker1") == plan.restartable
     assert {"ps", "client"} == set(plan.why_not)
     assert (SETTINGS.backoff_limit, SETTINGS.restart_backoff_s) == (plan.backoff_limit, plan.backoff_s)
+    assert "Putting back a closure after it failed" == plan.rerun_marker  # TensorFlow's coordinator's line
     article = fault_plan(SETTINGS, kit_options(51, program="article"), [], "local")
-    assert () == article.restartable
+    assert ((), "") == (article.restartable, article.rerun_marker)
     assert "nothing to start again from" in article.why_not["worker1"]
     mirrored = fault_plan(SETTINGS, kit_options(51, program="tf2-mirrored"), ["kill:worker1@20"], "local")
     assert ["worker0", "worker1"] == sorted(mirrored.why_not)  # no client, no ps in an all-reduce cluster
@@ -155,6 +159,7 @@ def test_a_killed_worker_the_program_takes_back_is_restarted_and_the_run_goes_on
     events = [(e["role"], e["what"]) for e in outcome.recovery["events"]]
     assert [("worker1", "fault"), ("worker1", "exited"), ("worker1", "restarted"), ("worker1", "serving")] == events
     assert {"worker1": 1} == outcome.recovery["restarts"]
+    assert 1 == outcome.recovery["functions_run_again"]  # the client's marker lines, counted
     fault = outcome.recovery["events"][0]
     assert (30, "SIGKILL sent (kill:worker1@30)") == (fault["step"], fault["detail"])
     assert "exit code 137" == outcome.recovery["events"][1]["detail"]
@@ -216,6 +221,8 @@ def test_tf2_ps_survives_a_lost_worker_with_the_planned_steps(tmp_path: Path, ki
     assert {} == results["modes"]["standalone"]["outcome"]["recovery"]  # no fault is aimed at it
     assert ["fault", "exited", "restarted", "serving"] == [e["what"] for e in recovery["events"]]
     assert f"exit code {code}" == recovery["events"][1]["detail"]
+    # The function worker 1 was running when it was lost: the coordinator ran it again.
+    assert recovery["functions_run_again"] >= 1
     assert "step 50, loss = " in (run_dir / "client.log").read_text()
     assert "serving /job:worker/task:1" in log_path(run_dir, "worker1", 2).read_text()
     report = (run_dir / "report.md").read_text()
