@@ -14,6 +14,7 @@ from invoke import Collection, Exit, task
 
 from reprokit import views
 from reprokit.errors import KitError
+from reprokit.faults_table import FaultsRequest
 from reprokit.mutation import MutantsRequest
 from reprokit.options import BenchRequest, Request, SweepRequest
 from reprokit.programs import NAMES as PROGRAM_NAMES
@@ -29,7 +30,8 @@ def _out(line: str = "") -> None:
 
 
 # The views that start TensorFlow roles: only these may say that Ctrl-C stopped them.
-_RUN_ROLES = {views.reproduce, views.client, views.serve, views.bench, views.sweep, views.mutants}
+_RUN_ROLES = {views.reproduce, views.client, views.serve, views.bench, views.sweep, views.mutants,
+              views.faults}
 
 
 def _run(view, c, *args, **kwargs):
@@ -193,6 +195,16 @@ def mutants(c, quick=False, steps=None, programs=None, only=None, source=None, i
          command.strip())
 
 
+@task(help={"steps": "training steps per run (default: quick_steps in invoke.yaml; at least 31)",
+            "programs": f"{PROGRAM_NAMES}, comma-separated, or all (the default)",
+            "source": "data source, as for `invoke data`",
+            "isolation": "as for reproduce's local backend"})
+def faults(c, steps=None, programs=None, source=None, isolation=None):
+    """Surviving a lost worker: each program with a worker killed, a worker preempted, the ps killed; a table."""
+    command = "invoke faults " + " ".join(arg for arg in sys.argv[2:])
+    _run(views.faults, c, FaultsRequest(steps, programs, source, isolation), command.strip())
+
+
 @task(help={"repetitions": "repetitions of every row, alternating order (default: bench_repetitions in invoke.yaml)",
             "steps": "steps per run (default: bench_steps in invoke.yaml)", "source": "data source, as for `invoke data`",
             "isolation": "auto | netns | none, as for reproduce",
@@ -240,6 +252,6 @@ def build_image(c, base=None, force=False):
 
 
 ns = Collection(verify, apply_patches, explain_patches, data, standalone, ps, worker, client, reproduce,
-                stack_file, compare_logs, evaluate, report, bench, sweep, mutants,
+                stack_file, compare_logs, evaluate, report, bench, sweep, mutants, faults,
                 build_base_image, download_wheels, build_image)
 ns.configure({"run": {"echo": True, "pty": sys.stdout.isatty()}})

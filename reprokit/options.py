@@ -21,7 +21,7 @@ from reprokit.names import MODES
 from reprokit.programs import PROGRAMS
 from reprokit.run.backends import BACKENDS, Backend
 from reprokit.run.cluster import LAYOUTS, Cluster, load_cluster, parse_cpu_overrides
-from reprokit.run.faults import FaultPlan, parse_fault, retryable_codes
+from reprokit.run.faults import NO_FAULTS, FaultPlan, parse_fault, retryable_codes
 from reprokit.run.links import Link, parse_link, parse_links
 from reprokit.run.process_backend import ISOLATION_MODES
 from reprokit.run.registry import (
@@ -129,10 +129,11 @@ def _config(s: Settings, name: str, isolation: str) -> BackendConfig:
     return BackendConfig(name, run_inputs(s), s.watchdog, isolation)
 
 
-def local_backend(s: Settings, isolation: str | None) -> Backend:
-    """The local backend of the bench, the sweep and the mutants: ``isolation`` as typed (None:
-    invoke.yaml's), checked."""
-    return build_backend(_config(s, "local", one_of(isolation or s.isolation, "isolation", ISOLATION_MODES)))
+def local_backend(s: Settings, isolation: str | None, faults: FaultPlan = NO_FAULTS) -> Backend:
+    """The local backend of the bench, the sweep, the mutants and the faults table: ``isolation``
+    as typed (None: invoke.yaml's), checked; injecting ``faults``."""
+    mode = one_of(isolation or s.isolation, "isolation", ISOLATION_MODES)
+    return build_backend(replace(_config(s, "local", mode), faults=faults))
 
 
 @dataclass(frozen=True)

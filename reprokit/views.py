@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reprokit import experiment, programs
+from reprokit import experiment, faults_table, programs
 from reprokit import options as optionslib
 from reprokit.commands import Echo
 from reprokit.data.prepare import prepare_data
@@ -152,6 +152,15 @@ def mutants(out: Out, s: Settings, request: MutantsRequest, command: str) -> Mut
     for line in table_lines(results):
         out(line)
     out(f"wrote {Path(results.folder) / 'mutants.json'} and {Path(results.folder) / 'mutants.md'}")
+    return results
+
+
+def faults(out: Out, s: Settings, request: faults_table.FaultsRequest, command: str) -> faults_table.FaultsResults:
+    """Each program under each kind of fault, each through reproduce's stages; the table."""
+    results = faults_table.run_faults(s, request, command, out, step_progress(out), download_progress(out))
+    for line in faults_table.table_lines(results):
+        out(line)
+    out(f"wrote {Path(results.folder) / results.FILE} and {Path(results.folder) / faults_table.TABLE}")
     return results
 
 
