@@ -134,7 +134,7 @@ def client(c, cluster=None, ps=None, workers=None, steps=None, source=None):
             "repetitions": "standalone/cluster pairs in alternating order (default: repetitions in invoke.yaml); "
                            "from 3 the claim is judged on the spread between them",
             "fault": "SIGNAL:ROLE@STEP, repeatable: send kill, term or int to a role once the trainer has logged "
-                     "that step (local and hosts backends; see docs/faults.md)"},
+                     "that step (every backend; see docs/faults.md)"},
       iterable=["fault"])
 def reproduce(c, quick=False, steps=None, workers=None, layout=None, cpus=None, source=None,
               backend=None, isolation=None, run_id=None, tuning=None, link=None, cluster=None, program=None,

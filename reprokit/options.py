@@ -179,7 +179,7 @@ class Request:
         name, isolation = self.backend or s.backend, self.isolation or s.isolation
         check_backend(name, isolation, options.tuning, self.link, self.cluster_file)
         config = replace(_config(s, name, isolation), link=self.link, placement=placement, echo=echo,
-                         faults=fault_plan(s, options, self.faults, name))
+                         faults=fault_plan(s, options, self.faults))
         return RunPlan(options, build_backend(config))
 
     def client_plan(self, s: Settings, cluster: Cluster) -> RunPlan:
@@ -272,19 +272,13 @@ class SweepRequest:
                          [(link, build_backend(replace(_config(s, "hosts", "none"), link=link.name))) for link in links])
 
 
-FAULT_BACKENDS = ("local", "hosts")  # the process backend's supervisor injects faults and restarts roles
-
-
-def fault_plan(s: Settings, options: Options, texts: Sequence[str], backend: str) -> FaultPlan:
+def fault_plan(s: Settings, options: Options, texts: Sequence[str]) -> FaultPlan:
     """The faults asked for, each checked against the roles this program starts, and invoke.yaml's
-    restart policy for the roles its cluster can take back."""
+    restart policy for the roles its cluster can take back (every backend's runner sends the
+    faults; the restarts are the kit's, or on the swarm backend the swarm's)."""
     program = PROGRAMS[options.program]
     roles = [role for mode in options.modes for role in program.role_names(mode, options.workers)]
     faults = tuple(parse_fault(text, roles, options.steps) for text in texts)
-    if faults and backend not in FAULT_BACKENDS:
-        raise KitError(f"--fault is injected by the kit's supervisor, which the {backend} backend does not use "
-                       "(its engine's restart policy is not wired to faults yet)",
-                       f"use --backend {' or '.join(FAULT_BACKENDS)} with it")
     cluster = program.role_names("cluster", options.workers)
     why_not = {role: program.why_not_restarted(role) for role in cluster}
     return FaultPlan(faults, tuple(r for r in cluster if not why_not[r]), {r: w for r, w in why_not.items() if w},

@@ -115,6 +115,13 @@ class FaultPlan:
             return f"it was restarted {restarts} times already (backoff_limit {self.backoff_limit}, invoke.yaml)"
         return ""
 
+    def recovery(self, handles: Sequence[Restartable]) -> Recovery | None:
+        """The runner's part of this plan over a mode's ``handles``; None when it has nothing to
+        inject and nothing to take back (every death ends the run)."""
+        if not (self.faults or self.restartable):
+            return None
+        return Recovery(self, {handle.spec.name: handle for handle in handles})
+
 
 class Restartable(RoleHandle, Protocol):
     """A role handle that can be sent any signal and started again (the process backend's)."""

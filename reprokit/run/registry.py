@@ -45,7 +45,7 @@ class BackendConfig:
     deploys: bool = True  # swarm: False only writes stack files (`invoke stack-file`), no swarm needed
     echo: Echo = silent  # swarm: the docker commands it runs
     cluster: Cluster | None = None  # external: the servers started elsewhere
-    faults: FaultPlan = NO_FAULTS  # local, hosts: faults to inject and the restart policy (faults.py)
+    faults: FaultPlan = NO_FAULTS  # every backend but external: faults to inject and the restart policy (faults.py)
 
 
 def build_backend(config: BackendConfig) -> Backend:
@@ -60,7 +60,7 @@ def build_backend(config: BackendConfig) -> Backend:
     if config.name == "docker":
         from reprokit.run.containers.backend import DockerBackend
 
-        return DockerBackend(config.inputs, config.image, watchdog=config.watchdog)
+        return DockerBackend(config.inputs, config.image, watchdog=config.watchdog, faults=config.faults)
     assert config.name == "swarm", f"the request's check lets no backend {config.name!r} through"
     return build_swarm(config)
 
@@ -71,7 +71,7 @@ def build_swarm(config: BackendConfig) -> SwarmBackend:
 
     return SwarmBackend(config.inputs, config.image, placement=config.placement,
                         watchdog=config.watchdog, echo=config.echo,
-                        deploys=config.deploys)
+                        deploys=config.deploys, faults=config.faults)
 
 
 def run_inputs(settings: Settings) -> RunInputs:

@@ -32,7 +32,7 @@ from reprokit import PACKAGE_PARENT, commands
 from reprokit.errors import ClusterError, KitError
 from reprokit.files import write_json, write_text
 from reprokit.run import netns
-from reprokit.run.faults import NO_FAULTS, FaultPlan, Recovery
+from reprokit.run.faults import NO_FAULTS, FaultPlan
 from reprokit.run.links import parse_link
 from reprokit.run.process_handle import ProcessHandle
 from reprokit.run.roles import RoleSpec
@@ -106,10 +106,8 @@ def _run(plan: Plan, handles: list[ProcessHandle], stop: threading.Event | None,
             on_step(step)
         _emit({"progress": [role, step, rate]})
 
-    recovery = Recovery(plan.faults, {h.spec.name: h for h in handles}) \
-        if plan.faults.faults or plan.faults.restartable else None
     runner = Runner(Path(plan.run_dir), handles, plan.main, watchdog=plan.watchdog, stop=stop, progress=progress,
-                    recovery=recovery)
+                    recovery=plan.faults.recovery(handles))
     outcome = runner.run()
     outcome.interfaces = netns.interfaces()
     return outcome

@@ -125,24 +125,17 @@ def test_a_plan_with_faults_survives_its_json_file(tmp_path: Path):
 
 def test_the_request_checks_faults_against_the_program_and_names_whom_it_takes_back():
     options = kit_options(51, program="tf2-ps")
-    plan = fault_plan(SETTINGS, options, ["kill:worker1@20", "term:ps@30"], "hosts")
+    plan = fault_plan(SETTINGS, options, ["kill:worker1@20", "term:ps@30"])
     assert (Fault("kill", "worker1", 20), Fault("term", "ps", 30)) == plan.faults
     assert ("worker0", "worker1") == plan.restartable
     assert {"ps", "client"} == set(plan.why_not)
     assert (SETTINGS.backoff_limit, SETTINGS.restart_backoff_s) == (plan.backoff_limit, plan.backoff_s)
     assert "Putting back a closure after it failed" == plan.rerun_marker  # TensorFlow's coordinator's line
-    article = fault_plan(SETTINGS, kit_options(51, program="article"), [], "local")
+    article = fault_plan(SETTINGS, kit_options(51, program="article"), [])
     assert ((), "") == (article.restartable, article.rerun_marker)
     assert "nothing to start again from" in article.why_not["worker1"]
-    mirrored = fault_plan(SETTINGS, kit_options(51, program="tf2-mirrored"), ["kill:worker1@20"], "local")
+    mirrored = fault_plan(SETTINGS, kit_options(51, program="tf2-mirrored"), ["kill:worker1@20"])
     assert ["worker0", "worker1"] == sorted(mirrored.why_not)  # no client, no ps in an all-reduce cluster
-
-
-@pytest.mark.parametrize("backend", ["docker", "swarm"])
-def test_a_fault_on_a_backend_whose_engine_the_kit_does_not_supervise_is_refused(backend: str):
-    with pytest.raises(KitError, match="use --backend local or hosts with it"):
-        fault_plan(SETTINGS, kit_options(51, program="tf2-ps"), ["kill:worker1@20"], backend)
-    assert () == fault_plan(SETTINGS, kit_options(51, program="tf2-ps"), [], backend).faults
 
 
 def test_reproduce_refuses_a_fault_naming_a_role_the_program_does_not_start():
@@ -211,7 +204,7 @@ def test_tf2_ps_survives_a_lost_worker_with_the_planned_steps(tmp_path: Path, ki
     restart. A preempted worker (SIGTERM) ends as a process ended by it, 143, and is restarted too."""
     settings = kit_settings(tmp_path, kit_inputs)
     options = kit_options(settings.quick_steps, program="tf2-ps", run_id="lost")
-    faults = fault_plan(settings, options, [fault], "local")
+    faults = fault_plan(settings, options, [fault])
     backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog, faults)
     result = reproduce(settings, options, backend, lambda line: None)
     assert result.passed, result.error

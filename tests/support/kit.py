@@ -23,6 +23,8 @@ RULES = REPO / "expected_logs" / "rules.yaml"
 # Small, fast runs: 200 records per generated file, steps 0..20 (three step lines).
 RECORDS = 200
 STEPS = 21
+# A fault after step 10 leaves 40 steps: time for a restarted server to import TensorFlow and serve.
+FAULT_STEPS = 51
 FILLING_QUEUE = "Filling queue with"
 
 

@@ -39,6 +39,7 @@ from reprokit.run.containers.specs import (
     labels,
     network_name,
 )
+from reprokit.run.faults import NO_FAULTS, FaultPlan
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Runner, Watchdog
 from reprokit.run.signals import sigterm_interrupts
@@ -62,11 +63,12 @@ class DockerBackend:
     client_waits = False
 
     def __init__(self, inputs: RunInputs, image: str | None = None, *, client: docker.DockerClient | None = None,
-                 watchdog: Watchdog) -> None:
-        """``image``: a tag; None picks one (`choose_image`)."""
+                 watchdog: Watchdog, faults: FaultPlan = NO_FAULTS) -> None:
+        """``image``: a tag; None picks one (`choose_image`). ``faults``: injected and answered by
+        the kit's runner, as on the process backend (docs/faults.md says why not Docker's policy)."""
         self.inputs = inputs
         self.client = client or connect()
-        self.watchdog = watchdog
+        self.watchdog, self.faults = watchdog, faults
         self.image = choose_image(image, self.client)
         self.owner = owner_token()
         self.networks: list[str] = []
@@ -118,7 +120,8 @@ class DockerBackend:
             self.networks.append(place.network)
             try:
                 handles = [ContainerHandle(self.client, role, place, run_dir, self.python) for role in roles]
-                outcome = Runner(Path(run_dir), handles, main, watchdog=self.watchdog, progress=progress).run()
+                outcome = Runner(Path(run_dir), handles, main, watchdog=self.watchdog, progress=progress,
+                                 recovery=self.faults.recovery(handles)).run()
             finally:
                 left = self._remove_network(network, place)
         outcome.add_leftovers(left)

@@ -63,6 +63,7 @@ class TaskStatus(TypedDict, total=False):
 class Task(TypedDict, total=False):
     """One task of ``Service.tasks()``: a service's replica on a node."""
 
+    ID: str
     CreatedAt: str
     NodeID: str
     Status: TaskStatus

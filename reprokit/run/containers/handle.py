@@ -1,7 +1,8 @@
 """A role as a container: the Docker backend's `RoleHandle`.
 
 Output is streamed from the engine into runs/<id>/<role>.log, each line stamped with the time
-the engine received it. A server is probed from inside its own container: its name resolves
+the engine received it. A role the fault plan restarts (faults.py) comes back as a new container,
+named and logged by its incarnation (worker1.2.log), under the same network alias. A server is probed from inside its own container: its name resolves
 on the run's network and its port listens. When the engine itself stops answering, the role
 counts as ended, with the engine's error as the reason, and the run fails naming it.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from signal import Signals
 
 import docker.errors
 import requests
@@ -43,13 +45,19 @@ class ContainerHandle:
     pid: int | None = None  # not a process of this machine's kit
 
     def __init__(self, client: docker.DockerClient, role: RoleSpec, place: Placement, run_dir: str | Path,
-                 python: str) -> None:
+                 python: str, incarnation: int = 1) -> None:
         self.client, self.spec, self.place, self.python = client, role, place, python
+        self.run_dir = run_dir
         self.kwargs = container_kwargs(role, place)
+        if incarnation > 1:  # the earlier one keeps its name until the runner removes it
+            self.kwargs["name"] = f"{self.kwargs['name']}.{incarnation}"
         self.container: Container | None = None
-        self.pump = LogPump(log_path(run_dir, role.name))
+        self.pump = LogPump(log_path(run_dir, role.name, incarnation))
         self.engine_error = ""
         self.last: ContainerState = {}  # the state when last read: death() is asked after teardown
+
+    def again(self, incarnation: int) -> ContainerHandle:
+        return ContainerHandle(self.client, self.spec, self.place, self.run_dir, self.python, incarnation)
 
     def start(self) -> None:
         self.pump.note(commands.shown(docker_run_argv(self.kwargs)))
@@ -120,6 +128,9 @@ class ContainerHandle:
 
     def kill(self) -> None:
         self._signal("SIGKILL")
+
+    def signal(self, signum: Signals) -> None:
+        self._signal(signum.name)
 
     def _signal(self, name: str) -> None:
         if self.container is not None:

@@ -26,6 +26,7 @@ from reprokit.run.containers.image import choose_image
 from reprokit.run.containers.mounts import RunInputs, run_mounts
 from reprokit.run.containers.owners import judge_owner, owner_token
 from reprokit.run.containers.specs import docker_cluster
+from reprokit.run.faults import NO_FAULTS, FaultPlan
 from reprokit.run.roles import RoleSpec
 from reprokit.run.runner import Outcome, Progress, Runner, Watchdog
 from reprokit.run.signals import sigterm_interrupts
@@ -71,15 +72,16 @@ class SwarmBackend:
 
     def __init__(self, inputs: RunInputs, image: str | None = None, *, client: docker.DockerClient | None = None,
                  placement: dict[str, str] | None = None, watchdog: Watchdog,
-                 echo: commands.Echo = commands.silent, deploys: bool = True) -> None:
+                 echo: commands.Echo = commands.silent, deploys: bool = True, faults: FaultPlan = NO_FAULTS) -> None:
         """``image``: a tag; None picks one (`choose_image`). ``deploys=False``: only to write
-        stack files (`invoke stack-file`), no swarm needed."""
+        stack files (`invoke stack-file`), no swarm needed. ``faults``: sent by the kit's runner;
+        the roles they restart are restarted by the swarm (stack.restart_policy)."""
         self.inputs, self.echo = inputs, echo
         self.client = client or connect()
         self.swarm = require_swarm(self.client) if deploys else {}
         self.image = choose_image(image, self.client)
         self.placement = dict(placement or {})
-        self.watchdog = watchdog
+        self.watchdog, self.faults = watchdog, faults
         self.owner = owner_token()
         self.stacks: list[str] = []
         self.swept = self._sweep_orphans() if deploys else []
@@ -102,7 +104,7 @@ class SwarmBackend:
 
     def spec(self, run_dir: Path) -> StackSpec:
         return StackSpec(self.image.tag, run_dir.name, self.owner, run_mounts(self.inputs, run_dir),
-                         f"{os.getuid()}:{os.getgid()}", self.placement)
+                         f"{os.getuid()}:{os.getgid()}", self.placement, self.faults)
 
     def write_stack_file(self, run_dir: Path, roles: list[RoleSpec], mode: str) -> tuple[str, Path]:
         """The stack's name and its file in the run folder (what `invoke stack-file` writes too)."""
@@ -123,7 +125,8 @@ class SwarmBackend:
                               stack], echo=self.echo, hint=f"see `docker stack ps {stack} --no-trunc`")
                 handles = [ServiceHandle(self.client, role, stack, run_dir, self.image.tag, self.python, run_dir.name)
                            for role in roles]
-                outcome = Runner(Path(run_dir), handles, main, watchdog=self.watchdog, progress=progress).run()
+                outcome = Runner(Path(run_dir), handles, main, watchdog=self.watchdog, progress=progress,
+                                 recovery=self.faults.recovery(handles)).run()
             finally:
                 left = self._remove_stack(stack)
         outcome.add_leftovers(left)

@@ -14,8 +14,11 @@ The stack file is a product: the kit writes the one it deploys into the run fold
   node. Within a node the role may run on any CPU.
 - Placement: a role may be pinned to a node (`node.hostname == NAME`, or any constraint a
   person writes, e.g. `node.labels.zone == a`); without one, Swarm places it.
-- A task that ends is not restarted (`condition: none`): a dead worker fails the run, as in the
-  other backends.
+- Restarts are the swarm's own: a role that its program takes back (FaultPlan.restartable) is
+  restarted `on-failure`, after invoke.yaml's restart_backoff_s, at most its backoff_limit times;
+  every other role is not (`condition: none`), and its death fails the run, as in the other
+  backends. The kit's runner watches the same deaths and keeps TFJob's permanent codes: a role that
+  ends with one fails the run, and the stack is removed before the swarm's restart could matter.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ import yaml
 from reprokit.names import hostname
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.specs import safe_name
+from reprokit.run.faults import NO_FAULTS, FaultPlan
 from reprokit.run.roles import RoleSpec
 
 NETWORK = "cluster"
@@ -64,6 +68,7 @@ class StackSpec:
     mounts: dict[str, dict[str, str]]  # host path -> {"bind": path, "mode": "ro" | "rw"}
     user: str = ""
     placement: dict[str, str] = field(default_factory=dict)  # role -> node name or constraint
+    faults: FaultPlan = NO_FAULTS  # which roles the swarm restarts, and how (restart_policy)
 
 
 def cpu_set(cpus: str) -> set[int]:
@@ -74,10 +79,18 @@ def cpu_set(cpus: str) -> set[int]:
     return found
 
 
+def restart_policy(role: str, faults: FaultPlan) -> dict[str, object]:
+    """The swarm's restart policy for ``role``: the kit's policy (faults.py) where it restarts the role."""
+    if role not in faults.restartable:
+        return {"condition": "none"}
+    return {"condition": "on-failure", "delay": f"{faults.backoff_s:g}s", "max_attempts": faults.backoff_limit}
+
+
 def service(role: RoleSpec, spec: StackSpec, shared: bool = False) -> dict[str, object]:
     """One role as a service of the stack; ``shared``: another role has some of its CPUs."""
     labels = {RUN_LABEL: spec.run_id, OWNER_LABEL: spec.owner, ROLE_LABEL: role.name}
-    deploy: dict[str, object] = {"replicas": 1, "restart_policy": {"condition": "none"}, "labels": dict(labels)}
+    deploy: dict[str, object] = {"replicas": 1, "restart_policy": restart_policy(role.name, spec.faults),
+                                 "labels": dict(labels)}
     if role.cpus:
         count = str(cpu_count(role.cpus))
         deploy["resources"] = {"limits": {"cpus": count}, **({} if shared else {"reservations": {"cpus": count}})}

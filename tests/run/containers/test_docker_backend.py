@@ -24,6 +24,7 @@ import yaml
 import docker
 from reprokit.errors import DockerError
 from reprokit.experiment import reproduce
+from reprokit.options import fault_plan
 from reprokit.run.containers.backend import DockerBackend
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.handle import ContainerHandle
@@ -46,7 +47,7 @@ from reprokit.run.roles import RoleSpec, Trainer, TrainingArgs, cluster_roles
 from reprokit.settings import Settings, from_mapping
 from tests.support import REPO
 from tests.support.engine import EngineProxy
-from tests.support.kit import kit_options, kit_watchdog
+from tests.support.kit import FAULT_STEPS, kit_options, kit_watchdog
 from tests.support.processes import wait_for
 
 STEPS, RECORDS = 21, 200  # steps 0..20: three step lines, about a minute per mode on 2 cores
@@ -529,4 +530,31 @@ def test_a_worker_killed_mid_run_fails_the_run_naming_it(backend: DockerBackend,
         "client was running" in result.error
     assert str(run_dir / "worker1.log") in result.error
     assert "failed" == next(s.status for s in result.stages if s.name == "cluster")
+    assert [] == labelled(docker_client, run_id)
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_a_tf2_ps_worker_killed_by_a_fault_is_restarted_as_a_new_container(settings, kit_image, docker_client,
+                                                                           no_leftover_containers):
+    """`--backend docker --program tf2-ps --fault kill:worker1@10`: the kit's runner kills worker1's
+    container, starts its next incarnation as a container of its own under the same alias, and the
+    coordinator finishes every planned step; both incarnations' logs are kept; nothing is left."""
+    run_id = f"dk-{uuid.uuid4().hex[:8]}"
+    options = kit_options(FAULT_STEPS, 2, run_id=run_id, modes=("cluster",), program="tf2-ps")
+    faulty = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client, watchdog=settings.watchdog,
+                           faults=fault_plan(settings, options, ["kill:worker1@10"]))
+    try:
+        result = reproduce(settings, options, faulty, lambda line: None)
+    finally:
+        assert [] == faulty.teardown()
+    assert result.passed, result.error or "\n".join(result.judgement.summary.lines if result.judgement else [])
+    recovery = result.results.modes["cluster"].outcome.recovery
+    assert ["fault", "exited", "restarted", "serving"] == [e["what"] for e in recovery["events"]]
+    assert "exit code 137" == recovery["events"][1]["detail"]
+    assert {"worker1": 1} == recovery["restarts"]
+    assert "step 50, loss = " in (result.run_dir / "client.log").read_text()
+    second = (result.run_dir / "worker1.2.log").read_text()
+    assert " --name tf_worker_2-" in second.split("\n")[0] and ".2 " in second.split("\n")[0]
+    assert "serving /job:worker/task:1" in second
     assert [] == labelled(docker_client, run_id)

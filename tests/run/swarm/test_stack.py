@@ -1,10 +1,15 @@
-"""The Swarm stack file, as pure data: services, network, CPUs, placement, labels (no engine)."""
+"""The Swarm stack file, as pure data: services, network, CPUs, placement, labels, restart policy;
+and a service log frame's task (no engine)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import yaml
 
+from reprokit.run.faults import FaultPlan
 from reprokit.run.roles import RoleSpec
+from reprokit.run.swarm.handle import task_of
 from reprokit.run.swarm.stack import (
     StackSpec,
     constraint,
@@ -40,6 +45,17 @@ def test_the_overlay_is_internal_and_attachable_and_tasks_are_not_restarted():
     for service in document["services"].values():
         assert {"condition": "none"} == service["deploy"]["restart_policy"]
         assert (True, ["ALL"], True) == (service["read_only"], service["cap_drop"], service["init"])
+
+
+def test_the_roles_the_program_takes_back_get_the_kits_restart_policy_as_the_swarms():
+    """tf2-ps's workers: restarted on failure after restart_backoff_s, at most backoff_limit times;
+    its ps and client, which it cannot take back, are not restarted."""
+    faults = FaultPlan((), ("worker0", "worker1"), {"ps": "why", "client": "why"}, (130, 137, 143), 3, 2.0, "")
+    services = stack_file(ROLES, replace(SPEC, faults=faults))["services"]
+    policies = {name: service["deploy"]["restart_policy"] for name, service in services.items()}
+    assert {"tf_paramserver": {"condition": "none"}, "tf_client": {"condition": "none"},
+            "tf_worker_1": {"condition": "on-failure", "delay": "2s", "max_attempts": 3},
+            "tf_worker_2": {"condition": "on-failure", "delay": "2s", "max_attempts": 3}} == policies
 
 
 def test_cpus_become_limits_and_only_unshared_ones_reservations():
@@ -81,3 +97,12 @@ def test_the_file_opens_with_how_to_use_it_and_reads_back_as_the_same_document()
 
 def test_stack_names_are_safe_and_one_per_run_and_mode():
     assert "reprokit-my-run-1-cluster" == stack_name("My run/1", "cluster")
+
+
+def test_a_service_log_frame_names_its_task_and_reads_as_a_container_frame_without_it():
+    """A frame as Docker 20.10 streams `service.logs(timestamps=True, details=True)`."""
+    frame = (b"2026-12-06T20:06:08.351871587Z com.docker.swarm.node.id=ti05f6,com.docker.swarm.service.id=pkyq,"
+             b"com.docker.swarm.task.id=zgbm8q hello world\n")
+    assert ("zgbm8q", b"2026-12-06T20:06:08.351871587Z hello world\n") == task_of(frame)
+    plain = b"2026-12-06T20:06:08.351871587Z hello world\n"
+    assert ("", plain) == task_of(plain)

@@ -18,7 +18,7 @@ import yaml
 
 import docker
 from reprokit.experiment import reproduce, write_stack
-from reprokit.options import Request
+from reprokit.options import Request, fault_plan
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.owners import boot_id
 from reprokit.run.registry import run_inputs
@@ -27,7 +27,14 @@ from reprokit.run.swarm.backend import SwarmBackend
 from reprokit.run.swarm.nodes import node_verdicts
 from reprokit.run.swarm.stack import STACK_LABEL, StackSpec
 from reprokit.settings import Settings
-from tests.support.kit import STEPS, KitInputs, kit_options, kit_settings, kit_watchdog
+from tests.support.kit import (
+    FAULT_STEPS,
+    STEPS,
+    KitInputs,
+    kit_options,
+    kit_settings,
+    kit_watchdog,
+)
 from tests.support.processes import wait_for
 
 pytestmark = pytest.mark.docker
@@ -83,6 +90,30 @@ def test_each_tf2_program_trains_as_a_stack_whose_services_carry_tf_config(setti
     found = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]
     assert services == list(found)
     assert all("TF_CONFIG" in service["environment"] for service in found.values())
+    assert [] == stacks_of(swarm, run_id)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_a_tf2_ps_worker_killed_by_a_fault_is_restarted_by_the_swarm(settings, swarm, kit_image):
+    """`--backend swarm --program tf2-ps --fault kill:worker1@10`: the kit kills worker1's task,
+    the swarm starts its next task by the stack's restart policy, and the coordinator finishes every
+    planned step; each task's lines go to a log of its own; nothing is left."""
+    run_id = f"sw-{uuid.uuid4().hex[:6]}"
+    options = kit_options(FAULT_STEPS, 2, run_id=run_id, modes=("cluster",), program="tf2-ps")
+    backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, watchdog=settings.watchdog,
+                           faults=fault_plan(settings, options, ["kill:worker1@10"]))
+    result = reproduce(settings, options, backend, lambda line: None)
+    assert result.passed, result.error
+    policy = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]["tf_worker_2"]
+    assert "on-failure" == policy["deploy"]["restart_policy"]["condition"]
+    recovery = result.results.modes["cluster"].outcome.recovery
+    assert ["fault", "exited", "restarted", "serving"] == [e["what"] for e in recovery["events"]]
+    assert "exit code 137" == recovery["events"][1]["detail"]
+    assert "step 50, loss = " in (result.run_dir / "client.log").read_text()
+    first, second = (result.run_dir / "worker1.log").read_text(), (result.run_dir / "worker1.2.log").read_text()
+    assert 1 == first.count("serving /job:worker/task:1") == second.count("serving /job:worker/task:1")
+    assert "task 2 of service" in second.split("\n")[0]
     assert [] == stacks_of(swarm, run_id)
 
 
