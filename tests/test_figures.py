@@ -28,6 +28,8 @@ import pytest
 from reprokit.bench.comparison import TARGET_SPEEDUP
 from reprokit.bench.findings import BenchResults, NetworkResults, SweepResults
 from reprokit.bench.tables import bench_lines, network_sweep_lines, sweep_lines
+from reprokit.faults_table import FaultsResults
+from reprokit.faults_table import report_lines as faults_report_lines
 from reprokit.judge.speed import METHOD, format_number, format_share
 from reprokit.mutation import MutantsResults, report_lines
 from reprokit.names import RUN_FILE
@@ -74,6 +76,8 @@ class Record:
             return "\n".join(report_lines(MutantsResults.load(self.path)))
         if self.path.name.startswith("network"):
             return "\n".join(network_sweep_lines(NetworkResults.load(self.path)))
+        if self.path.name.startswith("faults"):
+            return "\n".join(faults_report_lines(FaultsResults.load(self.path)))
         raise AssertionError(f"{self.path.name}: no reader for this kind of record")
 
 
