@@ -5,15 +5,15 @@ reproduction's results.json, with its run.json, in a folder of its own) is kept 
 docs/records/ and listed, with its command and its date, in docs/records/README.md. A page says
 where its figures come from with a marker, `<!-- figures: records/<file> -->`, which holds
 until the next heading or marker (`<!-- figures end -->` ends one early); a patch says it with a
-`Figures: docs/records/<file>` field, which holds for its Description.
+`Figures: docs/records/<file>` field, which holds for its Description and its Change- fields.
 Within those, every figure (a decimal, a speed-up `1.57x`, a share `79.0%`, a change
 `+34%`) must be one the kit prints from that record, and every date must be the record's: a
 figure or a date changed by hand fails here, and so does a derived figure the kit did not print.
 
 Pages and patches whose figures are not tied to a record yet are listed in UNRECORDED; no other
-may quote a figure outside a marked part. Two things every report prints may be quoted anywhere:
-the article's figures, from claims.yaml, and the method of every figure (its 95% interval, the
-drift it warns of).
+may quote a figure outside a marked part. Some may be quoted anywhere: what every report prints
+(the article's figures, from claims.yaml, and the method of every figure: its 95% interval, the
+drift it warns of), and the tutorial's hyperparameters as upstream/cifar10.py writes them.
 """
 
 from __future__ import annotations
@@ -103,15 +103,20 @@ def figures(text: str) -> list[str]:
     return [m.group(0) for m in FIGURE.finditer(text) if not VERSION_OF.search(text[max(0, m.start() - 14):m.start()])]
 
 
+# The tutorial's hyperparameters, as upstream/cifar10.py writes them: facts of the program, not measured.
+HYPERPARAMETER = re.compile(r"^[A-Z_]+ = ([0-9.]+)\b", re.MULTILINE)
+
+
 @functools.cache
 def everywhere() -> frozenset[str]:
     """Figures any page may quote: the article's, as the kit's reports print them beside every
-    run's, those of the method every report states, and the lesson's target, which every bench
-    prints."""
+    run's, those of the method every report states, the lesson's target, which every bench
+    prints, and the tutorial's hyperparameters."""
     art = article_figures()
     printed = [format_number(art.standalone_rate, 1), format_number(art.cluster_rate, 1),
                format_number(art.speedup, 2, "x"), format_share(art.speedup / art.workers), METHOD,
-               format_number(TARGET_SPEEDUP, 2, "x")]
+               format_number(TARGET_SPEEDUP, 2, "x"),
+               *HYPERPARAMETER.findall((REPO / "upstream" / "cifar10.py").read_text())]
     return frozenset(figures(" ".join(printed)))
 
 
@@ -148,7 +153,7 @@ def quoting_files() -> dict[str, str]:
         patch = parse_patch(path)
         figures_from = patch.fields.get("Figures", "").removeprefix("docs/")
         pages[str(path.relative_to(REPO))] = (f"<!-- figures: {figures_from} -->\n" if figures_from else "") \
-            + patch.fields["Description"]
+            + "\n".join(text for name, text in patch.fields.items() if name == "Description" or name.startswith("Change-"))
     return pages
 
 
