@@ -90,8 +90,9 @@ POSITIONS = {
         "167,169c192,203", "172c206,208", "175c211", "179,180c215,216", "182c218", "189c225", "197c233",
         "204,206d239"],
     "tf2/cifar10_tf2_ps_train.patch": [
-        "17c17", "19,22c19,25", "24c27,30", "26c32", "144c150,158", "150,151c164,165", "153,165c167,184",
-        "172c191,194", "174,176c196,207", "180c211", "182c213"],
+        "17c17", "19,22c19,25", "24c27,30", "26c32", "107a114,121", "121c135,136", "134c149,150", "139c155,158",
+        "144c163,171", "150,151c177,178", "153,165c180,197", "172c204,207", "174,176c209,220", "180c224",
+        "182c226"],
 }
 # GNU diff and difflib align a rewritten function differently (both correct, other block edges);
 # the article's and the lesson's small patches come out the same from both, the tf2 ones not.
