@@ -180,7 +180,7 @@ class ServiceHandle:
             why = "its task runs on another node (a fault is sent from the node that runs it)"
         except SDK_ERRORS as error:
             why = str(error)  # it ended meanwhile: the runner's exit check says so
-        self.pump.note(f"reprokit: {signum.name} not sent to {self.name}: {why}")
+        self.pump.note(f"{signum.name} not sent to {self.name}: {why}")
 
     def wait(self, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
