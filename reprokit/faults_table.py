@@ -12,13 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from pathlib import Path
 from typing import ClassVar
 
 from reprokit.commands import Echo
 from reprokit.data.download import DownloadProgress
 from reprokit.experiment import Reproduction, reproduce
-from reprokit.files import write_text
 from reprokit.names import PS, worker
 from reprokit.options import (
     Given,
@@ -29,7 +27,7 @@ from reprokit.options import (
     whole_number,
 )
 from reprokit.programs import PROGRAMS
-from reprokit.records import Document
+from reprokit.records import RunsTable
 from reprokit.run.runner import Progress
 from reprokit.run_folders import new_run_dir
 from reprokit.settings import Settings
@@ -76,16 +74,11 @@ class Row:
 
 
 @dataclass
-class FaultsResults(Document):
+class FaultsResults(RunsTable):
     FILE: ClassVar[str] = "faults.json"
     FORMAT_VERSION: ClassVar[int] = 1
     AGAIN: ClassVar[str] = "run `invoke faults` again with this kit"
 
-    folder: str
-    command: str
-    steps: int
-    started: str
-    finished: str = ""
     rows: list[Row] = field(default_factory=list)
     format_version: int = field(default=FORMAT_VERSION, kw_only=True)
 
@@ -149,9 +142,7 @@ def table_lines(results: FaultsResults) -> list[str]:
 
 def report_lines(results: FaultsResults) -> list[str]:
     """faults.md: the command, the table, and why each run that failed did."""
-    lines = ["# Surviving a lost worker", "",
-             f"`{results.command}`, started {results.started}, {results.steps} steps a run.", "",
-             *table_lines(results), ""]
+    lines = [*results.heading("Surviving a lost worker"), *table_lines(results), ""]
     for r in results.rows:
         if not r.survived:
             lines.append(f"- **{r.program}, {r.kind}: failed**: {_reason(r.why)}")
@@ -164,5 +155,4 @@ def _reason(error: str) -> str:
 
 
 def _write(results: FaultsResults) -> None:
-    results.write(Path(results.folder))
-    write_text(Path(results.folder) / TABLE, "\n".join(report_lines(results)) + "\n")
+    results.keep(TABLE, report_lines(results))

@@ -20,7 +20,6 @@ from reprokit.commands import Echo
 from reprokit.data.download import DownloadProgress
 from reprokit.errors import KitError
 from reprokit.experiment import Reproduction, reproduce
-from reprokit.files import write_text
 from reprokit.judge.claims import (
     ClaimVerdict,
     LearningClaim,
@@ -41,7 +40,7 @@ from reprokit.options import (
     whole_number,
 )
 from reprokit.programs import PROGRAMS
-from reprokit.records import Document
+from reprokit.records import RunsTable
 from reprokit.report.results import RunResults
 from reprokit.run.runner import Progress
 from reprokit.run_folders import RunInfo, find_run, new_run_dir
@@ -112,16 +111,11 @@ class Row:
 
 
 @dataclass
-class MutantsResults(Document):
+class MutantsResults(RunsTable):
     FILE: ClassVar[str] = "mutants.json"
     FORMAT_VERSION: ClassVar[int] = 1
     AGAIN: ClassVar[str] = "run `invoke mutants` again with this kit"
 
-    folder: str
-    command: str
-    steps: int
-    started: str
-    finished: str = ""
     rows: list[Row] = field(default_factory=list)
     format_version: int = field(default=FORMAT_VERSION, kw_only=True)
 
@@ -237,9 +231,7 @@ def table_lines(results: MutantsResults) -> list[str]:
 
 def report_lines(results: MutantsResults) -> list[str]:
     """mutants.md: the command, the table, and the reason of every verdict."""
-    lines = ["# The learning verdict on known answers", "",
-             f"`{results.command}`, started {results.started}, {results.steps} steps a run.", "",
-             *table_lines(results), ""]
+    lines = [*results.heading("The learning verdict on known answers"), *table_lines(results), ""]
     for row in results.rows:
         if row.learning is not None:
             lines.append(f"- **{row.program} / {row.mutant}: {row.learning.status}**: {row.learning.reason}.")
@@ -247,5 +239,4 @@ def report_lines(results: MutantsResults) -> list[str]:
 
 
 def _write(results: MutantsResults) -> None:
-    results.write(Path(results.folder))
-    write_text(Path(results.folder) / TABLE, "\n".join(report_lines(results)) + "\n")
+    results.keep(TABLE, report_lines(results))

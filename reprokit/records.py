@@ -27,7 +27,7 @@ from typing import (
 )
 
 from reprokit.errors import KitError
-from reprokit.files import write_json
+from reprokit.files import write_json, write_text
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -77,6 +77,29 @@ class Document:
             raise ResultsFormatError(f"{path} does not fit {cls.FILE} format {cls.FORMAT_VERSION}: {error}",
                                      cls.AGAIN) from None
 
+
+
+@dataclasses.dataclass
+class RunsTable(Document):
+    """The document of a task that runs a catalogue of short reproductions and tabulates them
+    (`invoke mutants`, `invoke faults`): where it wrote, the command, the steps a run, when; each
+    task's class adds its rows and its format version."""
+
+    folder: str
+    command: str
+    steps: int
+    started: str
+    finished: str = ""
+
+    def heading(self, title: str) -> list[str]:
+        """The first lines of the task's page: the title, then the command, when and how long a run."""
+        return [f"# {title}", "", f"`{self.command}`, started {self.started}, {self.steps} steps a run.", ""]
+
+    def keep(self, page: str, lines: list[str]) -> None:
+        """The document and its page (``page``, made of ``lines``) written into its folder: after
+        every run, so that an interrupted task keeps what it measured."""
+        self.write(Path(self.folder))
+        write_text(Path(self.folder) / page, "\n".join(lines) + "\n")
 
 def from_json(cls: type[T], data: object, where: str = "$") -> T:
     """``data`` (parsed JSON) as an instance of the dataclass ``cls``."""
