@@ -124,7 +124,8 @@ class FaultPlan:
 
 
 class Restartable(RoleHandle, Protocol):
-    """A role handle that can be sent any signal and started again (the process backend's)."""
+    """A role handle that can be sent any signal and started again (every backend's but the
+    external cluster's): a process, a container, a swarm task."""
 
     def signal(self, signum: Signals) -> None:
         """Send it ``signum``, if it still runs."""

@@ -1,10 +1,11 @@
 """A role as a container: the Docker backend's `RoleHandle`.
 
 Output is streamed from the engine into runs/<id>/<role>.log, each line stamped with the time
-the engine received it. A role the fault plan restarts (faults.py) comes back as a new container,
-named and logged by its incarnation (worker1.2.log), under the same network alias. A server is probed from inside its own container: its name resolves
+the engine received it. A server is probed from inside its own container: its name resolves
 on the run's network and its port listens. When the engine itself stops answering, the role
-counts as ended, with the engine's error as the reason, and the run fails naming it.
+counts as ended, with the engine's error as the reason, and the run fails naming it. A role the
+fault plan restarts (faults.py) comes back as a new container under the same network alias,
+named and logged by its incarnation (worker1.2.log).
 """
 
 from __future__ import annotations
