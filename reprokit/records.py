@@ -78,7 +78,6 @@ class Document:
                                      cls.AGAIN) from None
 
 
-
 @dataclasses.dataclass
 class RunsTable(Document):
     """The document of a task that runs a catalogue of short reproductions and tabulates them
@@ -100,6 +99,7 @@ class RunsTable(Document):
         every run, so that an interrupted task keeps what it measured."""
         self.write(Path(self.folder))
         write_text(Path(self.folder) / page, "\n".join(lines) + "\n")
+
 
 def from_json(cls: type[T], data: object, where: str = "$") -> T:
     """``data`` (parsed JSON) as an instance of the dataclass ``cls``."""

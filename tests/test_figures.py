@@ -152,8 +152,9 @@ def quoting_files() -> dict[str, str]:
     for path in sorted((REPO / "patches").rglob("*.patch")):
         patch = parse_patch(path)
         figures_from = patch.fields.get("Figures", "").removeprefix("docs/")
+        told = [text for name, text in patch.fields.items() if name == "Description" or name.startswith("Change-")]
         pages[str(path.relative_to(REPO))] = (f"<!-- figures: {figures_from} -->\n" if figures_from else "") \
-            + "\n".join(text for name, text in patch.fields.items() if name == "Description" or name.startswith("Change-"))
+            + "\n".join(told)
     return pages
 
 
