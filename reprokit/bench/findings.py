@@ -16,6 +16,7 @@ from typing import ClassVar
 from reprokit.bench.timeline import StepBreakdown
 from reprokit.judge.speed import Estimate, rate_estimate, ratio_estimate
 from reprokit.records import Document
+from reprokit.run.thread_cpu import ThreadCpu
 from reprokit.run.tuning import Tuning
 
 
@@ -42,6 +43,7 @@ class BenchRun:
     dead_input_threads: int = 0
     probe: dict[str, object] = field(default_factory=dict)  # probe.json, as the probe wrote it
     network: dict[str, object] = field(default_factory=dict)  # the hosts backend's hosts and bytes
+    threads: ThreadCpu | None = None  # each role's CPU by thread group (processes only; older files lack it)
 
 
 def speedup_of(pairs: Sequence[tuple[BenchRun, BenchRun]]) -> Estimate | None:

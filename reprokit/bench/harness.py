@@ -134,7 +134,8 @@ class Bench:
                         step_rates(steps_logged), dict(outcome.cpu_seconds),
                         dict(outcome.timings), after_ready,
                         None if last is None else LastLoss(last.step, last.loss),
-                        sum(len(r) for r in dead_input_threads(records).values()), {}, dict(outcome.network))
+                        sum(len(r) for r in dead_input_threads(records).values()), {}, dict(outcome.network),
+                        outcome.threads)
 
 
 def ceiling_roles(options: Options, backend: Backend, sources: Path, data_dir: Path, folder: Path,

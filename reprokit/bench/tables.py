@@ -15,6 +15,7 @@ from reprokit.bench.findings import (
     CEILING_CPUS,
     NONE_CHANGE,
     BenchResults,
+    BenchRun,
     Ceiling,
     NetworkResults,
     SweepResults,
@@ -23,6 +24,7 @@ from reprokit.bench.network import bandwidth_name, busiest
 from reprokit.figures import new_figure, write_figure
 from reprokit.judge.speed import Estimate, format_estimate, format_number, format_share
 from reprokit.report.results import ArticleFigures
+from reprokit.run.thread_cpu import GROUPS
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -123,6 +125,7 @@ def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
         share = row.cpu_share
         lines.append(f"  {row.name}: " + ", ".join(f"{k} {v:.2f}" for k, v in share.roles.items())
                      + f" (of {share.cpus} usable)")
+    lines += thread_lines(r)
     if r.loss:
         lines += ["", f"{r.loss.steps}-step clusters: " + "; ".join(
             f"{program} program step {v.step} loss {format_number(v.loss, 2)}, dead input threads "
@@ -130,6 +133,33 @@ def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
     o = r.overheads
     lines += ["", f"kit overheads: verify + apply {o.verify_and_apply_s} s; cluster ready -> first logged step "
               f"{o.cluster_ready_to_first_step_s} s; teardown {o.teardown_s} s"]
+    return lines
+
+
+def thread_lines(r: BenchResults) -> list[str]:
+    """Who took each role's CPU in the middle repetition, by thread group: each program's
+    standalone, then each row's cluster, role by role."""
+    if not r.repetition_results:
+        return []
+    middle = len(r.repetition_results) // 2
+    rep = r.repetition_results[middle]
+    runs: list[tuple[str, BenchRun]] = [(f"{program} standalone", rep.standalone[program])
+                                        for program in dict.fromkeys(row.program for row in r.rows)]
+    runs += list(zip([row.name for row in r.rows], rep.clusters))
+    sampled = [(name, run.threads) for name, run in runs if run.threads is not None]
+    head = ["", f"CPU per role by thread group while the main role logged steps (repetition {middle + 1}; "
+                "cores on average, from each thread's CPU time in /proc; the group's threads in brackets):"]
+    if not sampled:
+        return head + ["  not sampled: threads are read from /proc on the local and hosts backends only"]
+    groups = [g for g in GROUPS if any(g in roles for _, t in sampled for roles in t.roles.values())]
+    lines = head + ["", "| run | role | window | " + " | ".join(groups) + " | all |",
+                    "| --- | --- | ---: | " + " | ".join("---:" for _ in groups) + " | ---: |"]
+    for name, threads in sampled:
+        window = f"{threads.wall_s:.0f} s, steps {threads.first_step}-{threads.last_step}"
+        for role, found in threads.roles.items():
+            cells = [f"{threads.cores(role, g):.2f} ({found[g].threads})" if g in found else "-" for g in groups]
+            total = sum(threads.cores(role, g) for g in found)
+            lines.append(f"| {name} | {role} | {window} | " + " | ".join(cells) + f" | {total:.2f} |")
     return lines
 
 

@@ -20,8 +20,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from reprokit.errors import ClusterError, KitError
 from reprokit.names import log_path
+from reprokit.records import from_json
 from reprokit.run.logfiles import LogFollower, tail
 from reprokit.run.roles import RoleSpec
+from reprokit.run.thread_cpu import ThreadCpu, ThreadSampler
 
 if TYPE_CHECKING:  # faults.py builds on the handles defined here
     from reprokit.run.faults import Recovery
@@ -45,6 +47,12 @@ class Outcome:
     left: list[str] = field(default_factory=list)  # what teardown could not remove, with the reason
     network: dict[str, object] = field(default_factory=dict)  # the hosts backend: addresses, link, bytes
     recovery: dict[str, Any] = field(default_factory=dict)  # faults, restarts, their timeline (faults.py), as JSON
+    threads: ThreadCpu | None = None  # each role's CPU by thread group while steps were logged (processes here)
+
+    @classmethod
+    def from_json(cls, data: object) -> Outcome:
+        """An outcome as asdict wrote it (outcome.json, the supervisor's last event)."""
+        return from_json(cls, data, "outcome")
 
     def add_leftovers(self, left: list[str]) -> None:
         """What a teardown could not remove: the run fails, and its message names each one."""
@@ -155,6 +163,8 @@ class Runner:
         # The wall-clock start, so that timings can be set against the logs' timestamps.
         self.timings: dict[str, float] = {"epoch_started": round(time.time(), 3)}
         self.cpu: dict[str, float] = {}
+        self.threads = ThreadSampler()
+        self.last_step = 0  # the main role's latest logged step
         self.started: list[RoleHandle] = []
         self.follower = LogFollower(log_path(self.run_dir, main))
 
@@ -190,6 +200,7 @@ class Runner:
                           {h.spec.name: h.pid for h in self.started if h.pid is not None}, self.timings, self.cpu)
         if self.recovery is not None:
             outcome.recovery = self.recovery.summary(log_path(self.run_dir, self.main))
+        outcome.threads = self.threads.result()
         outcome.add_leftovers(left)
         return outcome
 
@@ -254,12 +265,15 @@ class Runner:
                     self._answer_death(name, code)
             self._check_pumps()
             now = time.monotonic()
-            for step in self._progress():
+            steps = self._progress()
+            for step in steps:
                 if last_step is not None:
                     gaps.append(now - last_line)
                 last_line, last_step = now, step
                 if self.recovery is not None:
                     self.recovery.on_step(step)
+            if steps:  # the thread table's window: from the first step line to the last
+                self._sample_threads()
             if self.recovery is not None:
                 for handle in self.recovery.restart_due():
                     self.handles[handle.spec.name] = handle
@@ -293,6 +307,7 @@ class Runner:
         steps = []
         for step, rate in self.follower.steps():
             steps.append(step)
+            self.last_step = step
             if self.progress is not None:
                 self.progress(self.main, step, rate)
         return steps
@@ -314,6 +329,10 @@ class Runner:
                 used = handle.cpu_seconds()
                 if used:  # an ended role reads as nothing: keep its last real sample
                     self.cpu[name] = round(used, 2)
+
+    def _sample_threads(self) -> None:
+        pids = {name: h.pid for name, h in self.handles.items() if h in self.started and h.pid is not None}
+        self.threads.sample(pids, time.monotonic(), self.last_step)
 
     def _teardown(self) -> list[str]:
         self.mark("teardown_started")

@@ -166,7 +166,7 @@ def run_plan(plan: Plan, *, progress: Progress | None = None) -> Outcome:
                 if "progress" in event and progress is not None:
                     progress(*event["progress"])
                 elif "outcome" in event:
-                    outcome = Outcome(**event["outcome"])
+                    outcome = Outcome.from_json(event["outcome"])
             proc.wait()
         except BaseException:  # Ctrl-C, SIGTERM, or a failing progress callback: stop, never leave it
             _stop(proc)

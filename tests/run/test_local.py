@@ -79,7 +79,7 @@ def _caller(tmp_path: Path, roles: list[RoleSpec]) -> subprocess.Popen:
 
 
 def _outcome(run_dir: Path, main: str = "client") -> Outcome:
-    return Outcome(**json.loads((run_dir / f"{main}.outcome.json").read_text()))
+    return Outcome.from_json(json.loads((run_dir / f"{main}.outcome.json").read_text()))
 
 
 def test_isolation_none_is_the_host_network_and_says_why():

@@ -241,12 +241,12 @@ def test_the_supervisor_program_writes_the_outcome_as_json(tmp_path: Path):
     """`python -m reprokit.run.supervisor PLAN` writes <main>.outcome.json and exits 0 when ok, 1 when not."""
     good = _supervisor_process(tmp_path, plan(tmp_path, [listener("ps"), program("client", "pass")]))
     assert 0 == good.wait(timeout=60)
-    outcome = Outcome(**json.loads((tmp_path / "client.outcome.json").read_text()))
+    outcome = Outcome.from_json(json.loads((tmp_path / "client.outcome.json").read_text()))
     assert outcome.ok
     assert {"ps", "client"} == set(outcome.pids)
     bad = _supervisor_process(tmp_path, plan(tmp_path, [program("client", "raise SystemExit(4)")]))
     assert 1 == bad.wait(timeout=60)
-    outcome = Outcome(**json.loads((tmp_path / "client.outcome.json").read_text()))
+    outcome = Outcome.from_json(json.loads((tmp_path / "client.outcome.json").read_text()))
     assert not outcome.ok and "code 4" in outcome.message
     assert [] == list(tmp_path.glob(".client.outcome.json.*"))  # written whole, no temporary left
 
@@ -279,7 +279,7 @@ def test_roles_die_with_a_supervisor_that_is_killed(tmp_path: Path):
 def test_an_outcome_round_trips_through_json():
     """What the supervisor writes, the launcher reads back as an equal Outcome."""
     outcome = Outcome(False, "the ps role exited with code -9", {"ps": -9}, {"ps": 42}, {"ps_started": 0.1})
-    assert outcome == Outcome(**json.loads(json.dumps(asdict(outcome))))
+    assert outcome == Outcome.from_json(json.loads(json.dumps(asdict(outcome))))
 
 
 # --- the watchdog and the logs ------------------------------------------------------------
