@@ -24,7 +24,7 @@ from reprokit.bench.network import bandwidth_name, busiest
 from reprokit.figures import new_figure, write_figure
 from reprokit.judge.speed import Estimate, format_estimate, format_number, format_share
 from reprokit.report.results import ArticleFigures
-from reprokit.run.thread_cpu import GROUPS
+from reprokit.run.thread_cpu import GROUPS, ThreadCpu
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -147,20 +147,28 @@ def thread_lines(r: BenchResults) -> list[str]:
                                         for program in dict.fromkeys(row.program for row in r.rows)]
     runs += list(zip([row.name for row in r.rows], rep.clusters))
     sampled = [(name, run.threads) for name, run in runs if run.threads is not None]
-    head = ["", f"CPU per role by thread group while the main role logged steps (repetition {middle + 1}; "
-                "cores on average, from each thread's CPU time in /proc; the group's threads in brackets):"]
+    head = ["", f"CPU per role by thread group while the main role logged steps (repetition {middle + 1}): "
+                "CPU milliseconds per step of the main role, cores on average in brackets, from each "
+                "thread's CPU time in /proc"]
     if not sampled:
         return head + ["  not sampled: threads are read from /proc on the local and hosts backends only"]
     groups = [g for g in GROUPS if any(g in roles for _, t in sampled for roles in t.roles.values())]
-    lines = head + ["", "| run | role | window | " + " | ".join(groups) + " | all |",
-                    "| --- | --- | ---: | " + " | ".join("---:" for _ in groups) + " | ---: |"]
+    lines = head + ["", "| run | role | window | threads | " + " | ".join(groups) + " | all |",
+                    "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in groups) + " | ---: |"]
     for name, threads in sampled:
         window = f"{threads.wall_s:.0f} s, steps {threads.first_step}-{threads.last_step}"
         for role, found in threads.roles.items():
-            cells = [f"{threads.cores(role, g):.2f} ({found[g].threads})" if g in found else "-" for g in groups]
-            total = sum(threads.cores(role, g) for g in found)
-            lines.append(f"| {name} | {role} | {window} | " + " | ".join(cells) + f" | {total:.2f} |")
+            cells = [_thread_cell(threads, role, [g]) if g in found else "-" for g in groups]
+            count = sum(g.threads for g in found.values())
+            lines.append(f"| {name} | {role} | {window} | {count} | " + " | ".join(cells)
+                         + f" | {_thread_cell(threads, role, list(found))} |")
     return lines
+
+
+def _thread_cell(threads: ThreadCpu, role: str, groups: list[str]) -> str:
+    ms = [threads.ms_per_step(role, g) for g in groups]
+    cores = sum(threads.cores(role, g) for g in groups)
+    return f"{sum(m for m in ms if m is not None):.1f} ms ({cores:.2f})" if None not in ms else f"({cores:.2f})"
 
 
 def _errors(estimates: Sequence[Estimate | None]) -> tuple[list[float], list[list[float]]]:

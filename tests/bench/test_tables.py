@@ -154,12 +154,13 @@ def test_the_sweep_table_prints_each_point_with_its_interval(tmp_path: Path) -> 
 def test_a_bench_whose_runs_read_no_threads_says_so_under_the_thread_heading() -> None:
     """The sample predates the thread table (and a container's threads are not read): one line says why."""
     lines = thread_lines(BENCH)
-    assert lines[1].startswith("CPU per role by thread group while the main role logged steps (repetition 1;")
+    assert lines[1].startswith("CPU per role by thread group while the main role logged steps (repetition 1): ")
     assert ["  not sampled: threads are read from /proc on the local and hosts backends only"] == lines[2:]
 
 
 def test_the_thread_table_has_each_standalone_then_each_rows_roles_with_their_groups_cores() -> None:
-    """Cores on average are each group's CPU seconds over the window; a group no role has is no column."""
+    """Each group's CPU seconds per step of the window, and over its wall (cores on average); a
+    group no role has is no column."""
     rep = BENCH.repetition_results[0]
     threads = ThreadCpu(10.0, 0, 100, {"worker0": {"model ops": ThreadGroup(8.0, 10), "gRPC": ThreadGroup(0.5, 4)},
                                        "ps": {MAIN_THREAD: ThreadGroup(1.0, 1)}})
@@ -168,10 +169,12 @@ def test_the_thread_table_has_each_standalone_then_each_rows_roles_with_their_gr
     clusters = [replace(run, threads=threads) for run in rep.clusters]
     results = replace(BENCH, repetition_results=[replace(rep, standalone=standalone, clusters=clusters)])
     lines = thread_lines(results)
-    assert "| run | role | window | model ops | gRPC | main thread | all |" in lines
-    assert "| article standalone | standalone | 20 s, steps 0-100 | 0.95 (10) | - | - | 0.95 |" in lines
+    assert "| run | role | window | threads | model ops | gRPC | main thread | all |" in lines
+    assert "| article standalone | standalone | 20 s, steps 0-100 | 10 | 190.0 ms (0.95) | - | - | 190.0 ms (0.95) |" \
+        in lines
     first = BENCH.rows[0].name
-    assert f"| {first} | worker0 | 10 s, steps 0-100 | 0.80 (10) | 0.05 (4) | - | 0.85 |" in lines
-    assert f"| {first} | ps | 10 s, steps 0-100 | - | - | 0.10 (1) | 0.10 |" in lines
+    assert f"| {first} | worker0 | 10 s, steps 0-100 | 14 | 80.0 ms (0.80) | 5.0 ms (0.05) | - | 85.0 ms (0.85) |" \
+        in lines
+    assert f"| {first} | ps | 10 s, steps 0-100 | 1 | - | - | 10.0 ms (0.10) | 10.0 ms (0.10) |" in lines
     assert len(BENCH.rows) * 2 + 2 == sum(line.startswith("| ") and "steps 0-100" in line for line in lines)
     assert "| run | role |" in "\n".join(bench_lines(results, article_figures()))
