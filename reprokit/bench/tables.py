@@ -149,19 +149,24 @@ def thread_lines(r: BenchResults) -> list[str]:
     sampled = [(name, run.threads) for name, run in runs if run.threads is not None]
     head = ["", f"CPU per role by thread group while the main role logged steps (repetition {middle + 1}): "
                 "CPU milliseconds per step of the main role, cores on average in brackets, from each "
-                "thread's CPU time in /proc"]
+                "thread's CPU time in /proc; a step's wall time, and what one CPU's worth of it the "
+                "role's threads left unused"]
     if not sampled:
         return head + ["  not sampled: threads are read from /proc on the local and hosts backends only"]
     groups = [g for g in GROUPS if any(g in roles for _, t in sampled for roles in t.roles.values())]
-    lines = head + ["", "| run | role | window | threads | " + " | ".join(groups) + " | all |",
-                    "| --- | --- | ---: | ---: | " + " | ".join("---:" for _ in groups) + " | ---: |"]
+    lines = head + ["", "| run | role | window | a step | threads | " + " | ".join(groups) + " | all | one CPU's rest |",
+                    "| --- | --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in groups) + " | ---: | ---: |"]
     for name, threads in sampled:
         window = f"{threads.wall_s:.0f} s, steps {threads.first_step}-{threads.last_step}"
+        wall = threads.wall_ms_per_step()
         for role, found in threads.roles.items():
             cells = [_thread_cell(threads, role, [g]) if g in found else "-" for g in groups]
             count = sum(g.threads for g in found.values())
-            lines.append(f"| {name} | {role} | {window} | {count} | " + " | ".join(cells)
-                         + f" | {_thread_cell(threads, role, list(found))} |")
+            used = sum(threads.ms_per_step(role, g) or 0.0 for g in found)
+            rest = "-" if wall is None else f"{max(0.0, wall - used):.1f} ms"
+            lines.append(f"| {name} | {role} | {window} | " + ("-" if wall is None else f"{wall:.1f} ms")
+                         + f" | {count} | " + " | ".join(cells) + f" | {_thread_cell(threads, role, list(found))} "
+                         f"| {rest} |")
     return lines
 
 

@@ -112,6 +112,11 @@ class ThreadCpu:
         found = self.roles.get(role, {}).get(group)
         return found.cpu_s / self.wall_s if found and self.wall_s > 0 else 0.0
 
+    def wall_ms_per_step(self) -> float | None:
+        """The window's wall time per step of the main role; None without a step between."""
+        steps = self.last_step - self.first_step
+        return self.wall_s * 1000 / steps if steps > 0 else None
+
     def ms_per_step(self, role: str, group: str) -> float | None:
         """The group's CPU milliseconds per step of the main role; None without a step between."""
         steps = self.last_step - self.first_step

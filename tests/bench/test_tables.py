@@ -169,12 +169,13 @@ def test_the_thread_table_has_each_standalone_then_each_rows_roles_with_their_gr
     clusters = [replace(run, threads=threads) for run in rep.clusters]
     results = replace(BENCH, repetition_results=[replace(rep, standalone=standalone, clusters=clusters)])
     lines = thread_lines(results)
-    assert "| run | role | window | threads | model ops | gRPC | main thread | all |" in lines
-    assert "| article standalone | standalone | 20 s, steps 0-100 | 10 | 190.0 ms (0.95) | - | - | 190.0 ms (0.95) |" \
-        in lines
+    assert "| run | role | window | a step | threads | model ops | gRPC | main thread | all | one CPU's rest |" in lines
+    assert ("| article standalone | standalone | 20 s, steps 0-100 | 200.0 ms | 10 | 190.0 ms (0.95) | - | - "
+            "| 190.0 ms (0.95) | 10.0 ms |") in lines
     first = BENCH.rows[0].name
-    assert f"| {first} | worker0 | 10 s, steps 0-100 | 14 | 80.0 ms (0.80) | 5.0 ms (0.05) | - | 85.0 ms (0.85) |" \
+    assert (f"| {first} | worker0 | 10 s, steps 0-100 | 100.0 ms | 14 | 80.0 ms (0.80) | 5.0 ms (0.05) | - "
+            "| 85.0 ms (0.85) | 15.0 ms |") in lines
+    assert f"| {first} | ps | 10 s, steps 0-100 | 100.0 ms | 1 | - | - | 10.0 ms (0.10) | 10.0 ms (0.10) | 90.0 ms |" \
         in lines
-    assert f"| {first} | ps | 10 s, steps 0-100 | 1 | - | - | 10.0 ms (0.10) | 10.0 ms (0.10) |" in lines
     assert len(BENCH.rows) * 2 + 2 == sum(line.startswith("| ") and "steps 0-100" in line for line in lines)
     assert "| run | role |" in "\n".join(bench_lines(results, article_figures()))
