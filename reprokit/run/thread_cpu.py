@@ -134,10 +134,6 @@ class ThreadSampler:
         self.first_at = self.last_at = 0.0
         self.first_step = self.last_step = 0
 
-    @property
-    def started(self) -> bool:
-        return bool(self.first)
-
     def sample(self, pids: Mapping[str, int], now: float, step: int) -> None:
         """Read the threads of each role's process (``pids``: role -> pid of this machine)."""
         taken = {role: (pid, times) for role, pid in pids.items() if (times := read_threads(pid)) is not None}
