@@ -162,18 +162,17 @@ def thread_lines(r: BenchResults) -> list[str]:
         for role, found in threads.roles.items():
             cells = [_thread_cell(threads, role, [g]) if g in found else "-" for g in groups]
             count = sum(g.threads for g in found.values())
-            used = sum(threads.ms_per_step(role, g) or 0.0 for g in found)
-            rest = "-" if wall is None else f"{max(0.0, wall - used):.1f} ms"
+            used = threads.ms_per_step(role, found)
+            rest = "-" if wall is None or used is None else f"{max(0.0, wall - used):.1f} ms"
             lines.append(f"| {name} | {role} | {window} | " + ("-" if wall is None else f"{wall:.1f} ms")
-                         + f" | {count} | " + " | ".join(cells) + f" | {_thread_cell(threads, role, list(found))} "
+                         + f" | {count} | " + " | ".join(cells) + f" | {_thread_cell(threads, role, found)} "
                          f"| {rest} |")
     return lines
 
 
-def _thread_cell(threads: ThreadCpu, role: str, groups: list[str]) -> str:
-    ms = [threads.ms_per_step(role, g) for g in groups]
-    cores = sum(threads.cores(role, g) for g in groups)
-    return f"{sum(m for m in ms if m is not None):.1f} ms ({cores:.2f})" if None not in ms else f"({cores:.2f})"
+def _thread_cell(threads: ThreadCpu, role: str, groups: Iterable[str]) -> str:
+    ms, cores = threads.ms_per_step(role, groups), threads.cores(role, groups)
+    return f"({cores:.2f})" if ms is None else f"{ms:.1f} ms ({cores:.2f})"
 
 
 def _errors(estimates: Sequence[Estimate | None]) -> tuple[list[float], list[list[float]]]:

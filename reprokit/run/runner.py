@@ -164,7 +164,6 @@ class Runner:
         self.timings: dict[str, float] = {"epoch_started": round(time.time(), 3)}
         self.cpu: dict[str, float] = {}
         self.threads = ThreadSampler()
-        self.last_step = 0  # the main role's latest logged step
         self.started: list[RoleHandle] = []
         self.follower = LogFollower(log_path(self.run_dir, main))
 
@@ -273,7 +272,7 @@ class Runner:
                 if self.recovery is not None:
                     self.recovery.on_step(step)
             if steps:  # the thread table's window: from the first step line to the last
-                self._sample_threads()
+                self._sample_threads(steps[-1])
             if self.recovery is not None:
                 for handle in self.recovery.restart_due():
                     self.handles[handle.spec.name] = handle
@@ -307,7 +306,6 @@ class Runner:
         steps = []
         for step, rate in self.follower.steps():
             steps.append(step)
-            self.last_step = step
             if self.progress is not None:
                 self.progress(self.main, step, rate)
         return steps
@@ -330,9 +328,9 @@ class Runner:
                 if used:  # an ended role reads as nothing: keep its last real sample
                     self.cpu[name] = round(used, 2)
 
-    def _sample_threads(self) -> None:
+    def _sample_threads(self, step: int) -> None:
         pids = {name: h.pid for name, h in self.handles.items() if h in self.started and h.pid is not None}
-        self.threads.sample(pids, time.monotonic(), self.last_step)
+        self.threads.sample(pids, time.monotonic(), step)
 
     def _teardown(self) -> list[str]:
         self.mark("teardown_started")

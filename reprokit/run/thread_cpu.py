@@ -16,7 +16,7 @@ role logged steps (not while it imported TensorFlow, built its graph, or saved a
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
@@ -107,21 +107,26 @@ class ThreadCpu:
     last_step: int
     roles: dict[str, dict[str, ThreadGroup]] = field(default_factory=dict)
 
-    def cores(self, role: str, group: str) -> float:
-        """The cores the group kept busy on average (0 when it did not run)."""
-        found = self.roles.get(role, {}).get(group)
-        return found.cpu_s / self.wall_s if found and self.wall_s > 0 else 0.0
+    @property
+    def steps(self) -> int:
+        return self.last_step - self.first_step
+
+    def cpu_s(self, role: str, groups: Iterable[str]) -> float:
+        """The CPU seconds these groups of the role used (0 for a group that did not run)."""
+        found = self.roles.get(role, {})
+        return sum(found[g].cpu_s for g in groups if g in found)
+
+    def cores(self, role: str, groups: Iterable[str]) -> float:
+        """The cores the groups kept busy on average."""
+        return self.cpu_s(role, groups) / self.wall_s if self.wall_s > 0 else 0.0
+
+    def ms_per_step(self, role: str, groups: Iterable[str]) -> float | None:
+        """The groups' CPU milliseconds per step of the main role; None without a step between."""
+        return self.cpu_s(role, groups) * 1000 / self.steps if self.steps > 0 else None
 
     def wall_ms_per_step(self) -> float | None:
         """The window's wall time per step of the main role; None without a step between."""
-        steps = self.last_step - self.first_step
-        return self.wall_s * 1000 / steps if steps > 0 else None
-
-    def ms_per_step(self, role: str, group: str) -> float | None:
-        """The group's CPU milliseconds per step of the main role; None without a step between."""
-        steps = self.last_step - self.first_step
-        found = self.roles.get(role, {}).get(group)
-        return (found.cpu_s if found else 0.0) * 1000 / steps if steps > 0 else None
+        return self.wall_s * 1000 / self.steps if self.steps > 0 else None
 
 
 class ThreadSampler:

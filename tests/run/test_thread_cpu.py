@@ -166,4 +166,4 @@ def test_the_runner_reports_each_roles_threads_from_the_main_roles_first_step_li
     assert 1.5 <= client["model ops"].cpu_s <= 2.2
     assert client[MAIN_THREAD].cpu_s < 0.5
     assert 0 == outcome.threads.first_step and outcome.threads.last_step >= 40
-    assert 0 < outcome.threads.cores("client", "model ops") <= 1.0
+    assert 0 < outcome.threads.cores("client", ["model ops"]) <= 1.0
