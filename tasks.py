@@ -213,10 +213,13 @@ def faults(c, steps=None, programs=None, source=None, isolation=None):
             "programs": f"the rows' programs: {PROGRAM_NAMES}, comma-separated, or all (default: "
                         "bench_programs in invoke.yaml); a tf2 one adds the machine's ceiling",
             "tunings": "the article's rows' kit settings: default, or default,tuned for a row with the kit's "
-                       "tuned settings too (default: bench_tunings in invoke.yaml)"})
-def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_steps=None, programs=None, tunings=None):
+                       "tuned settings too (default: bench_tunings in invoke.yaml)",
+            "levers": "a row more for each lever of a benched program (a setting of its cluster trainer that "
+                      "keeps what it learns), alone and all together (default: bench_levers in invoke.yaml)"})
+def bench(c, repetitions=None, steps=None, source=None, isolation=None, loss_steps=None, programs=None, tunings=None,
+          levers=False):
     """Benchmark: the article's program and the lesson's (or --programs) side by side; ablation; plot."""
-    _run(views.bench, c, BenchRequest(repetitions, steps, source, isolation, loss_steps, programs, tunings))
+    _run(views.bench, c, BenchRequest(repetitions, steps, source, isolation, loss_steps, programs, tunings, levers))
 
 
 @task(help={"workers": "comma-separated worker counts (default 1,2,4; with --link one count, default 2)",

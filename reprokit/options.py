@@ -208,6 +208,7 @@ class BenchPlan:
     variants_each_repetition: bool  # the ablation's changes alone in every repetition, or once
     programs: list[str]  # the programs whose rows are benched, in order
     tunings: list[str]  # the kit settings of the article's rows (only its session takes them)
+    levers: bool  # a row more for each lever of a benched program, alone and all together
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,7 @@ class BenchRequest:
     loss_steps: Given = None
     programs: str | None = None
     tunings: str | None = None
+    levers: bool = False  # asked on the command line; else bench_levers
 
     def plan(self, s: Settings) -> BenchPlan:
         steps = self.steps if self.steps is not None else s.bench_steps
@@ -232,7 +234,7 @@ class BenchRequest:
                                   "loss-steps", minimum=0)
         programs, tunings = program_list(self.programs or s.bench_programs), tuning_list(self.tunings or s.bench_tunings)
         return BenchPlan(options, local_backend(s, self.isolation), repetitions, loss_steps,
-                         s.bench_ablation_each_repetition, programs, tunings)
+                         s.bench_ablation_each_repetition, programs, tunings, self.levers or s.bench_levers)
 
 
 @dataclass(frozen=True)

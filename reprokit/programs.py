@@ -12,6 +12,7 @@ read the names from here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -47,12 +48,34 @@ PUT_BACK = "Putting back a closure after it failed"
 
 
 @dataclass(frozen=True)
+class Lever:
+    """A setting of a program's cluster trainer that keeps its model, its hyperparameters and what
+    it learns (a flag its patch defines, off by default): the bench measures each as a row of its
+    own, alone and with the program's other levers. It reaches the cluster only; its standalone,
+    the baseline of every row of the program, stays as it is."""
+
+    name: str
+    flags: tuple[str, ...]
+    why: str
+
+
+@dataclass(frozen=True)
 class Program:
     name: str
     standalone: str  # the standalone trainer file patches/series makes
     cluster: str  # the cluster trainer file
     shape: str  # SESSION, ALL_REDUCE or COORDINATOR
     placement: str  # where its cluster trainer asks its variables to live and its ops to run
+    levers: tuple[Lever, ...] = ()
+
+    def lever_flags(self, names: Sequence[str]) -> tuple[str, ...]:
+        """The cluster trainer's flags for the levers ``names``; a KitError for a lever it lacks."""
+        known = {lever.name: lever for lever in self.levers}
+        unknown = [name for name in names if name not in known]
+        if unknown:
+            raise KitError(f"the {self.name} program has no lever {', '.join(unknown)}",
+                           f"its levers: {', '.join(known) or 'none'}")
+        return tuple(flag for name in names for flag in known[name].flags)
 
     def trainer(self, mode: str) -> str:
         return self.standalone if mode == STANDALONE else self.cluster
@@ -103,12 +126,14 @@ class Program:
 
     def roles(self, mode: str, options: Options, layout: CpuLayout, backend: Backend, sources: Path,
               data_dir: Path, train_dir: Path, instruments: Instruments | None = None,
-              fix: RequestIdFix = RequestIdFix(None), trainer_file: str | None = None) -> list[RoleSpec]:
+              fix: RequestIdFix = RequestIdFix(None), trainer_file: str | None = None,
+              levers: Sequence[str] = ()) -> list[RoleSpec]:
         """The roles of one mode, in start order: what a reproduction and the benchmark both run.
         Every TensorFlow process gets the request-id fix when there is one (request_ids.py).
         ``trainer_file``: another trainer in ``sources`` than this program's (a mutant's, or the
-        benchmark's ablation)."""
-        training = TrainingArgs(options.steps, str(data_dir), str(train_dir))
+        benchmark's ablation); ``levers``: the cluster trainer's levers to set."""
+        flags = self.lever_flags(levers) if mode != STANDALONE else ()
+        training = TrainingArgs(options.steps, str(data_dir), str(train_dir), flags)
         trainer = Trainer(backend.python, str(sources), trainer_file or self.trainer(mode), instruments)
         tuning = options.tuning
         env, server_env = {**tuning.env, **fix.env()}, {**tuning.server_env, **fix.env()}
@@ -146,7 +171,10 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in (
     Program("tf2-mirrored", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py", ALL_REDUCE,
             "MultiWorkerMirroredStrategy gives every worker its own copy of every variable, on its own CPU; "
             "each worker computes its batch's gradients there, a collective all-reduce sums them over the "
-            "workers, and every worker applies the same update to its own copy. There is no ps."),
+            "workers, and every worker applies the same update to its own copy. There is no ps.",
+            (Lever("pack", ("--bytes_per_pack=262144",),
+                   "the all-reduce in packs of 256 KiB (4 packs of the model's 4.27 MB of gradients) instead of "
+                   "one after the whole backward pass, so the first packs can go while the rest is computed"),)),
     Program("tf2-ps", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py", COORDINATOR,
             "ParameterServerStrategy creates every variable on a ps (round-robin over the ps tasks; here "
             "there is one). The coordinator only schedules: each step runs on a free worker's CPU, which "

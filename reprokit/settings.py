@@ -47,6 +47,7 @@ class Settings:
     bench_ablation_each_repetition: bool
     bench_programs: str
     bench_tunings: str
+    bench_levers: bool
     sweep_steps: int
     sweep_workers: str
     network_workers: int

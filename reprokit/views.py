@@ -227,7 +227,7 @@ def bench(out: Out, s: Settings, request: optionslib.BenchRequest) -> BenchResul
 
     asked = request.plan(s)
     article = _article(s)
-    rows = rows_for(asked.programs, asked.tunings)
+    rows = rows_for(asked.programs, asked.tunings, asked.levers)
     backend = asked.backend
     out(f"bench: {asked.repetitions} repetitions of {len(rows)} rows ({'; '.join(r.name for r in rows)}), each with "
         f"its program's standalone (1 CPU) and its cluster (spread), {asked.options.steps} steps a run")

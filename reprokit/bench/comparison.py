@@ -36,6 +36,7 @@ from typing import cast
 from reprokit.bench.ablation import build_variants
 from reprokit.bench.findings import (
     ALL_CHANGES,
+    NO_LEVER,
     NONE_CHANGE,
     AblationRow,
     Baseline,
@@ -73,17 +74,27 @@ TRACED_PROGRAMS = ("lesson", "tf2-mirrored")  # beside the article's, when bench
 class Row:
     program: str
     tuning: Tuning
+    levers: tuple[str, ...] = ()  # set in its cluster trainer (reprokit.programs.Lever)
 
     @property
     def name(self) -> str:
-        return f"{self.program} program, {self.tuning.name} settings"
+        return f"{self.program} program, {self.tuning.name} settings" + (
+            f", lever {'+'.join(self.levers)}" if self.levers else "")
 
 
-def rows_for(programs: Sequence[str], tunings: Sequence[str] = ("default",)) -> tuple[Row, ...]:
+def rows_for(programs: Sequence[str], tunings: Sequence[str] = ("default",), levers: bool = False) -> tuple[Row, ...]:
     """The rows of the chosen programs, in their order: the article's with each of ``tunings``
-    (only its session takes the kit's settings), every other with its defaults."""
-    return tuple(Row(program, PROFILES[name]) for program in dict.fromkeys(programs)
-                 for name in (dict.fromkeys(tunings) if program == "article" else ("default",)))
+    (only its session takes the kit's settings), every other with its defaults; with ``levers``,
+    after each program's row one with each of its levers alone and, if it has several, one with
+    all of them."""
+    rows = []
+    for program in dict.fromkeys(programs):
+        rows += [Row(program, PROFILES[name])
+                 for name in (dict.fromkeys(tunings) if program == "article" else ("default",))]
+        names = [lever.name for lever in PROGRAMS[program].levers] if levers else []
+        rows += [Row(program, PROFILES["default"], (name,)) for name in names]
+        rows += [Row(program, PROFILES["default"], tuple(names))] if len(names) > 1 else []
+    return tuple(rows)
 
 
 ROWS = rows_for(["article", "lesson"])
@@ -147,7 +158,7 @@ def _run_one(bench: Bench, rows: tuple[Row, ...], workers: int, kind: str, key: 
         return bench.run("standalone", program=key)
     if kind == "cluster":
         row = rows[int(key)]
-        return bench.run("cluster", workers, program=row.program, tuning=row.tuning)
+        return bench.run("cluster", workers, program=row.program, tuning=row.tuning, levers=row.levers)
     assert variants is not None
     return _run_variant(bench, workers, key, variants)
 
@@ -175,8 +186,28 @@ def bench_rows(rows: tuple[Row, ...], reps: Sequence[Repetition], workers: int,
             rate_of([alone for _, alone in pairs]), rate_of([cluster for cluster, _ in pairs]),
             None if speedup is None else speedup.value / workers,
             [_ratio(cluster.rate, alone.rate) for cluster, alone in pairs],
-            cpu_share(reps[len(reps) // 2].clusters[i]), _share(speedup, ceiling)))
+            cpu_share(reps[len(reps) // 2].clusters[i]), _share(speedup, ceiling), list(row.levers)))
     return table
+
+
+def lever_rows(rows: tuple[Row, ...], table: Sequence[BenchRow], reps: Sequence[Repetition]) -> dict[str, list[AblationRow]]:
+    """Each program with lever rows, in the ablation's form: its own row (no lever), then each
+    lever row, its gain over the program's own cluster paired by repetition (both ran in every
+    repetition, beside the same standalone)."""
+    found: dict[str, list[AblationRow]] = {}
+    for i, row in enumerate(rows):
+        if not row.levers:
+            continue
+        own = next(j for j, r in enumerate(rows) if r.program == row.program and not r.levers
+                   and r.tuning.name == "default")
+        found.setdefault(row.program, [AblationRow(NO_LEVER, table[own].speedup, table[own].cluster_rate, None,
+                                                   reference=table[own].cluster_rate,
+                                                   share_of_ceiling=table[own].share_of_ceiling)])
+        found[row.program].append(AblationRow(
+            "+".join(row.levers), table[i].speedup, table[i].cluster_rate,
+            speedup_of([(rep.clusters[i], rep.clusters[own]) for rep in reps]),
+            [rep.clusters[i].folder for rep in reps], table[own].cluster_rate, table[i].share_of_ceiling))
+    return found
 
 
 def _share(speedup: Estimate | None, ceiling: Ceiling | None) -> float | None:
@@ -233,17 +264,23 @@ def _placement(run: BenchRun) -> dict[str, str]:
     return {str(name): str(device) for name, device in variables.items()}
 
 
-def _extras(bench: Bench, workers: int, programs: Sequence[str]) -> tuple[dict[str, StepBreakdown],
-                                                                          dict[str, dict[str, str]], BenchRun]:
+def _extras(bench: Bench, workers: int, rows: Sequence[Row]) -> tuple[dict[str, StepBreakdown],
+                                                                     dict[str, dict[str, str]], BenchRun]:
     """Traced steps, where each program puts its variables, and the input-free bound. The
     coordinator of tf2-ps schedules its steps onto the workers and cannot be traced
-    (reprokit.bench.tf2_trace): its CPU per role says where its time goes."""
+    (reprokit.bench.tf2_trace): its CPU per role says where its time goes. A traced program's
+    row with all its levers is traced too, to see where they move the step's parts."""
+    programs = list(dict.fromkeys(row.program for row in rows))
     traced = {"article standalone": bench.run("standalone", label="-trace", trace_step=TRACE_STEP),
               "article cluster": bench.run("cluster", workers, "-trace", trace_step=TRACE_STEP)}
     for program in TRACED_PROGRAMS:
         if program in programs:
             traced[f"{program} cluster"] = bench.run("cluster", workers, f"-{program}-trace", program=program,
                                                      trace_step=TRACE_STEP)
+        levers = max((row.levers for row in rows if row.program == program), key=len, default=())
+        if levers:
+            traced[f"{program} cluster, lever {'+'.join(levers)}"] = bench.run(
+                "cluster", workers, f"-{program}-levers-trace", program=program, trace_step=TRACE_STEP, levers=levers)
     # The others' clusters are probed untraced, for where their variables live.
     placed = {f"{program} cluster": bench.run("cluster", workers, f"-{program}-placement", program=program,
                                               trace_step=-1)
@@ -300,7 +337,7 @@ def run_bench(settings: Settings, backend: Backend, options: Options, *, repetit
     ceiling = ceiling_of(program, reps) if program else None
     table = bench_rows(rows, reps, workers, ceiling)
     echo("where the time goes (one traced step each), the input-free bound, where the variables live")
-    steps_traced, placement, bound = _extras(bench, workers, [row.program for row in rows])
+    steps_traced, placement, bound = _extras(bench, workers, rows)
     article = next((r for r in table if r.program == "article"), None)
     lesson = next((r for r in table if r.program == "lesson"), None)
     bound_rate = rate_of([bound])
@@ -314,6 +351,6 @@ def run_bench(settings: Settings, backend: Backend, options: Options, *, repetit
         InputFreeBound(bound_rate, _ratio(article.standalone_rate.value if article and article.standalone_rate
                                           else None, bound_rate.value if bound_rate else None)),
         steps_traced, placement, _loss(bench, workers, loss_steps, programs) if loss_steps else None,
-        _overheads(bench, reps), ceiling)
+        _overheads(bench, reps), ceiling, levers=lever_rows(rows, table, reps))
     results.write(bench.dir)
     return results

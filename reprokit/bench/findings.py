@@ -99,6 +99,7 @@ class BenchRow:
     cpu_share: CpuShare  # of the middle repetition's cluster
     # Its speed-up over the ceiling's: a ratio of two estimates, shown without an interval of its own.
     share_of_ceiling: float | None = None
+    levers: list[str] = field(default_factory=list)  # set in its cluster trainer (reprokit.programs.Lever)
 
 
 CEILING_CPUS = 2  # the ceiling's concurrent standalones, one per CPU
@@ -154,6 +155,8 @@ class Baseline:
 
 # The ablation's first and last rows: the article's and the lesson's rows themselves.
 NONE_CHANGE, ALL_CHANGES = "none (the article's program)", "all (the lesson)"
+# A program's lever table's first row: its own row, as its patch runs it.
+NO_LEVER = "none (the program's own row)"
 
 
 @dataclass
@@ -161,11 +164,12 @@ class AblationRow:
     change: str
     speedup: Estimate | None  # over its program's standalone (the article's, but for the lesson)
     cluster_rate: Estimate | None
-    gain: Estimate | None  # its cluster over the article's cluster, paired by repetition
+    gain: Estimate | None  # its cluster over the reference cluster (the article's; a lever's program's), paired
     folders: list[str] = field(default_factory=list)
-    # The article's cluster over the same repetitions as this row's runs: the rate the gain is
+    # The reference cluster over the same repetitions as this row's runs: the rate the gain is
     # over (the geometric means make gain = cluster_rate / reference exactly). Older files lack it.
     reference: Estimate | None = None
+    share_of_ceiling: float | None = None  # a lever row's, as its BenchRow's
 
 
 @dataclass
@@ -237,6 +241,8 @@ class BenchResults(Measured):
     loss: LossCheck | None
     overheads: Overheads
     ceiling: Ceiling | None  # when a tf2 program is benched
+    # program -> its levers in the ablation's form: its own row first (`invoke bench --levers`)
+    levers: dict[str, list[AblationRow]] = field(default_factory=dict, kw_only=True)
     format_version: int = field(default=FORMAT_VERSION, kw_only=True)
 
 

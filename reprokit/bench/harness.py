@@ -70,10 +70,11 @@ class Bench:
     def run(self, mode: str, workers: int | None = None, label: str = "", *, program: str | None = None,
             tuning: Tuning | None = None, backend: Backend | None = None, sources: Path | None = None,
             trainer_file: str | None = None, steps: int | None = None, trace_step: int | None = None,
-            input_free: bool = False) -> BenchRun:
+            input_free: bool = False, levers: tuple[str, ...] = ()) -> BenchRun:
         """One run of ``mode``; each keyword left out is the bench's own. ``trace_step`` (-1: no
         step traced) or ``input_free`` attach the probe (reprokit.bench.probe), whose findings (the
-        variables' devices, a traced step) land in ``probe``."""
+        variables' devices, a traced step) land in ``probe``; ``levers`` are set in a cluster's
+        trainer (reprokit.programs.Lever)."""
         workers = workers or self.options.workers
         folder = self._folder(f"{mode}{workers if mode == 'cluster' else ''}{label}")
         backend = backend or self.backend
@@ -84,10 +85,11 @@ class Bench:
                                   input_free) if probed else None
         trained = PROGRAMS[options.program]
         roles = trained.roles(mode, options, make_layout("spread", workers), backend, sources or self.sources,
-                              self.data.data_dir, folder / "train", instruments, self.fix, trainer_file)
+                              self.data.data_dir, folder / "train", instruments, self.fix, trainer_file, levers)
         main = trained.main_role(mode)
         self.echo(f"  {folder.name}: {options.program} {mode}" + (f", {workers} workers" if mode == "cluster" else "")
-                  + (f", tuning {options.tuning.name}" if options.tuning.name != "default" else ""))
+                  + (f", tuning {options.tuning.name}" if options.tuning.name != "default" else "")
+                  + (f", levers {'+'.join(levers)}" if levers else ""))
         outcome = self._outcome(backend, folder, roles, main)
         found = self._measured(folder, outcome, main, mode, options)
         if probed:

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING
 
 from reprokit.bench.findings import (
     CEILING_CPUS,
+    NO_LEVER,
     NONE_CHANGE,
+    AblationRow,
     BenchResults,
     BenchRun,
     Ceiling,
@@ -101,13 +103,13 @@ def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
                   "same repetitions (the column beside it); the first and last rows are the table's article "
                   "and lesson rows",
                   interval_line([a.speedup for a in r.ablation], "ablation"), "",
-                  "| change | cluster ex/s | the article's cluster, same repetitions | speed-up | gain |",
-                  "| --- | ---: | ---: | ---: | ---: |"]
-        for a in r.ablation:
-            gain = "reference" if a.change == NONE_CHANGE else format_estimate(a.gain, "%", 0, brief=True, change=True)
-            lines.append(f"| {a.change} | {format_estimate(a.cluster_rate, '', 1, brief=True)} | "
-                         f"{format_estimate(a.reference, '', 1, brief=True)} | "
-                         f"{format_estimate(a.speedup, brief=True)} | {gain} |")
+                  *_ablation_table(r.ablation, "the article's cluster")]
+    for program, levers in r.levers.items():
+        lines += ["", f"the {program} program's levers (settings of its cluster trainer that keep what it learns), "
+                  "each a row run in every repetition beside the program's own; speed-up over its standalone, "
+                  "gain over its own cluster paired by repetition",
+                  interval_line([a.speedup for a in levers], "levers"), "",
+                  *_ablation_table(levers, f"the {program} cluster", ceiling is not None)]
     bound = r.input_free_bound
     lines += ["", f"input-free bound of one core: {format_estimate(bound.rate, '', 1, brief=True)} ex/s (one run); "
               f"the article's standalone reaches {format_share(bound.standalone_share)} of it"]
@@ -133,6 +135,21 @@ def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
     o = r.overheads
     lines += ["", f"kit overheads: verify + apply {o.verify_and_apply_s} s; cluster ready -> first logged step "
               f"{o.cluster_ready_to_first_step_s} s; teardown {o.teardown_s} s"]
+    return lines
+
+
+def _ablation_table(rows: Sequence[AblationRow], reference: str, ceiling: bool = False) -> list[str]:
+    """Changes (or levers) side by side: each one's cluster beside the reference cluster of the
+    same repetitions, its speed-up, its gain over the reference, and its share of the ceiling."""
+    lines = [f"| change | cluster ex/s | {reference}, same repetitions | speed-up | gain |"
+             + (" share of ceiling |" if ceiling else ""),
+             "| --- | ---: | ---: | ---: | ---: |" + (" ---: |" if ceiling else "")]
+    for a in rows:
+        gain = ("reference" if a.change in (NONE_CHANGE, NO_LEVER)
+                else format_estimate(a.gain, "%", 0, brief=True, change=True))
+        lines.append(f"| {a.change} | {format_estimate(a.cluster_rate, '', 1, brief=True)} | "
+                     f"{format_estimate(a.reference, '', 1, brief=True)} | "
+                     f"{format_estimate(a.speedup, brief=True)} | {gain} |" + (f" {format_share(a.share_of_ceiling)} |" if ceiling else ""))
     return lines
 
 
@@ -190,8 +207,8 @@ CEILING_COLOUR = "tab:gray"
 
 def bench_bars(r: BenchResults) -> list[tuple[str, Estimate | None, list[float | None], str]]:
     """Each bar of the plot: its label, its speed-up, its per-repetition figures, its colour."""
-    bars = [(f"{row.program}\n{row.tuning}", row.speedup, row.per_repetition, BAR_COLOURS[i % len(BAR_COLOURS)])
-            for i, row in enumerate(r.rows)]
+    bars = [(f"{row.program}\n{'+'.join(row.levers) or row.tuning}", row.speedup, row.per_repetition,
+             BAR_COLOURS[i % len(BAR_COLOURS)]) for i, row in enumerate(r.rows)]
     if r.ceiling:
         bars.append((f"ceiling\n{CEILING_CPUS} at once", r.ceiling.speedup, r.ceiling.per_repetition, CEILING_COLOUR))
     return bars
@@ -216,14 +233,16 @@ def plot_bench(r: BenchResults, path: Path, article: ArticleFigures) -> Path:
     left.set_xticks(x, names, fontsize=8)
     left.set(title="speed-up over its program's standalone (1 CPU), 95% CI", ylabel="cluster / standalone")
     left.legend(fontsize=7)
-    if r.ablation:
-        changes = [a.change for a in r.ablation]
-        values, errors = _errors([a.speedup for a in r.ablation])
+    changed = [(a.change, a) for a in r.ablation] + [(f"{program}: {a.change}", a)
+                                                     for program, levers in r.levers.items() for a in levers]
+    if changed:
+        changes = [name for name, _ in changed]
+        values, errors = _errors([a.speedup for _, a in changed])
         right.barh(range(len(changes)), values, xerr=errors, capsize=4, color="tab:olive")
         right.set_yticks(range(len(changes)), changes, fontsize=8)
         right.axvline(1.0, color="grey", linestyle=":", linewidth=1)
         right.axvline(r.workers, color="black", linestyle="--", linewidth=1)
-        right.set(title="ablation: what each change of the lesson buys",
+        right.set(title="ablation: what each change of the lesson, or lever, buys",
                   xlabel="speed-up over its program's standalone")
         right.invert_yaxis()
     return write_figure(fig, path)

@@ -4,16 +4,19 @@ patch, no timed assertion."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 
 from reprokit.bench.ablation import build_variants, variant_name
-from reprokit.bench.comparison import ROWS, run_bench
-from reprokit.bench.findings import BenchResults, SweepResults
+from reprokit.bench.comparison import ROWS, bench_rows, lever_rows, rows_for, run_bench
+from reprokit.bench.findings import BenchResults, Repetition, SweepResults
+from reprokit.bench.harness import Bench
 from reprokit.bench.sweep import run_sweep
 from reprokit.bench.tables import plot_sweep, sweep_lines
 from reprokit.judge.speed import METHOD, WARMUP_RULE, ratio_estimate
+from reprokit.names import log_path
 from reprokit.options import Options
 from reprokit.run.process_backend import Loopback, ProcessBackend
 from reprokit.sources.workspace import expected_files
@@ -119,3 +122,21 @@ def test_sweep_runs_each_programs_cluster_per_worker_count(kit_inputs: KitInputs
     assert results == SweepResults.load(Path(results.folder) / "sweep.json")
     assert "lesson: standalone (1 CPU)" in "\n".join(sweep_lines(results))
     assert b"\x89PNG" == plot_sweep(results, tmp_path / "sweep.png", article_figures()).read_bytes()[:4]
+
+
+@pytest.mark.usefixtures("no_leftover_processes")
+def test_the_pack_lever_reaches_the_all_reduce_of_a_real_cluster(kit_inputs: KitInputs, tmp_path: Path) -> None:
+    """tf2-mirrored's own row sends its gradients in one pack, its lever row in several: the
+    strategy says so in every worker's log; the lever's table pairs the two clusters."""
+    bench = Bench(kit_settings(tmp_path / "runs", kit_inputs), ProcessBackend(Loopback.choose("auto"), kit_watchdog()),
+                  kit_options(31, 2, program="tf2-mirrored"), lambda line: None)
+    rows = rows_for(["tf2-mirrored"], levers=True)
+    standalone = bench.run("standalone", program="tf2-mirrored")
+    clusters = [bench.run("cluster", program=row.program, levers=row.levers) for row in rows]
+    packs = [[set(re.findall(r"num_packs = (\d+)", log_path(bench.dir / run.folder, role).read_text()))
+              for role in ("worker0", "worker1")] for run in clusters]
+    assert [[{"1"}, {"1"}], [{"4"}, {"4"}]] == packs
+    reps = [Repetition({"tf2-mirrored": standalone}, clusters)]
+    own, pack = lever_rows(rows, bench_rows(rows, reps, workers=2), reps)["tf2-mirrored"]
+    assert ratio_estimate([(clusters[1].step_rates, clusters[0].step_rates)]) == pack.gain
+    assert ratio_estimate([(clusters[0].step_rates, standalone.step_rates)]) == own.speedup

@@ -4,6 +4,7 @@ ceiling's two roles."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,8 @@ from reprokit.bench.harness import CEILING_ROLES, ceiling_roles
 from reprokit.errors import KitError
 from reprokit.names import hostname
 from reprokit.options import program_list, tuning_list
+from reprokit.programs import PROGRAMS, Lever
+from reprokit.run.cluster import make_layout
 from reprokit.run.process_backend import Loopback, ProcessBackend
 from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.tuning import Tuning
@@ -38,9 +41,11 @@ class FakeBench:
         self.trace_steps: list[int | None] = []  # each run's: None unprobed, -1 probed untraced
 
     def run(self, mode: str, workers: int = 2, label: str = "", *, program: str | None = None,
-            tuning: Tuning | None = None, trace_step: int | None = None, **_: object) -> BenchRun:
+            tuning: Tuning | None = None, trace_step: int | None = None, levers: tuple[str, ...] = (),
+            **_: object) -> BenchRun:
         name = program or "article"
-        self.calls.append((mode, name if tuning is None or tuning.name == "default" else f"{name}/{tuning.name}"))
+        tuned = name if tuning is None or tuning.name == "default" else f"{name}/{tuning.name}"
+        self.calls.append((mode, "+".join((tuned, *levers))))
         self.trace_steps.append(trace_step)
         return BenchRun(mode, workers, name, f"{len(self.calls):02d}-{mode}", 100.0, [99.0, 100.0, 101.0])
 
@@ -60,6 +65,45 @@ def test_the_default_programs_make_two_rows_and_the_tuned_row_is_asked_for() -> 
     assert ["article/default", "article/tuned", "lesson/default"] == rows_of("article,lesson", "default,tuned")
     assert ["article/tuned", "lesson/default"] == rows_of("article,lesson", "tuned,tuned")
     assert ROWS == rows_for(["article", "lesson"])
+
+
+def test_a_programs_levers_make_a_row_each_and_one_with_all_when_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each lever alone after its program's own row, then all of them together; a program without
+    levers, or a bench that does not ask for them, keeps its one row."""
+    assert ["tf2-mirrored", "tf2-mirrored+pack", "tf2-ps", "lesson"] == \
+        ["+".join((row.program, *row.levers)) for row in rows_for(["tf2-mirrored", "tf2-ps", "lesson"], levers=True)]
+    assert [()] == [row.levers for row in rows_for(["tf2-mirrored"])]
+    two = replace(PROGRAMS["tf2-mirrored"], levers=(Lever("a", ("--a=1",), "one"), Lever("b", ("--b=2",), "two")))
+    monkeypatch.setitem(PROGRAMS, "tf2-mirrored", two)
+    rows = rows_for(["tf2-mirrored"], levers=True)
+    assert [(), ("a",), ("b",), ("a", "b")] == [row.levers for row in rows]
+    assert "tf2-mirrored program, default settings, lever a+b" == rows[-1].name
+    assert ("--a=1", "--b=2") == two.lever_flags(["a", "b"])
+
+
+def test_a_lever_reaches_the_cluster_trainer_of_every_worker_and_not_the_standalone(tmp_path: Path) -> None:
+    options = kit_options(31, 2, synthetic_records=100, program="tf2-mirrored")
+    backend = ProcessBackend(Loopback.choose("none"), kit_watchdog())
+    mirrored = PROGRAMS["tf2-mirrored"]
+
+    def argvs(mode: str, levers: tuple[str, ...]) -> list[list[str]]:
+        return [role.argv for role in mirrored.roles(mode, options, make_layout("spread", 2), backend, tmp_path,
+                                                     tmp_path / "data", tmp_path / "train", levers=levers)]
+
+    assert [True, True] == ["--bytes_per_pack=262144" in argv for argv in argvs("cluster", ("pack",))]
+    assert not any("--bytes_per_pack=262144" in argv for argv in argvs("cluster", ()) + argvs("standalone", ("pack",)))
+    with pytest.raises(KitError, match="no lever threads") as refused:
+        argvs("cluster", ("threads",))
+    assert "its levers: pack" == refused.value.hint
+    with pytest.raises(KitError, match="its levers: none"):
+        PROGRAMS["tf2-ps"].lever_flags(["pack"])
+
+
+def test_a_lever_row_runs_beside_its_programs_own_cluster_and_standalone() -> None:
+    bench = FakeBench()
+    _repetition(bench, rows_for(["tf2-mirrored"], levers=True), 2, False, None)  # type: ignore[arg-type]
+    assert [("standalone", "tf2-mirrored"), ("cluster", "tf2-mirrored"), ("cluster", "tf2-mirrored+pack"),
+            ("ceiling", "tf2-mirrored")] == bench.calls
 
 
 def test_an_unknown_tuning_is_refused_naming_the_known_ones() -> None:
@@ -141,11 +185,19 @@ def test_the_traced_steps_include_each_benched_program_that_can_be_traced() -> N
     benched; never tf2-ps, whose coordinator hands its steps to the workers: its cluster is probed
     untraced, for where its variables live; then the bound."""
     bench = FakeBench()
-    _extras(bench, 2, ["article", "lesson", "tf2-mirrored", "tf2-ps"])  # type: ignore[arg-type]
+    _extras(bench, 2, rows_for(["article", "lesson", "tf2-mirrored", "tf2-ps"]))  # type: ignore[arg-type]
     assert [("standalone", "article"), ("cluster", "article"), ("cluster", "lesson"), ("cluster", "tf2-mirrored"),
             ("cluster", "tf2-ps"), ("standalone", "article")] == bench.calls
     assert [TRACE_STEP] * 4 + [-1, None] == bench.trace_steps
     only_article = FakeBench()
-    _extras(only_article, 2, ["article", "tf2-ps"])  # type: ignore[arg-type]
+    _extras(only_article, 2, rows_for(["article", "tf2-ps"], levers=True))  # type: ignore[arg-type]
     assert [("standalone", "article"), ("cluster", "article"), ("cluster", "tf2-ps"), ("standalone", "article")] \
         == only_article.calls
+
+
+def test_a_traced_program_with_levers_is_traced_with_all_of_them_too() -> None:
+    bench = FakeBench()
+    _extras(bench, 2, rows_for(["tf2-mirrored"], levers=True))  # type: ignore[arg-type]
+    assert [("standalone", "article"), ("cluster", "article"), ("cluster", "tf2-mirrored"),
+            ("cluster", "tf2-mirrored+pack"), ("standalone", "article")] == bench.calls
+    assert [TRACE_STEP] * 4 + [None] == bench.trace_steps

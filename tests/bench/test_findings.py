@@ -9,9 +9,16 @@ from statistics import median
 
 import pytest
 
-from reprokit.bench.comparison import ablation_rows, baseline, bench_rows, rows_for
+from reprokit.bench.comparison import (
+    ablation_rows,
+    baseline,
+    bench_rows,
+    lever_rows,
+    rows_for,
+)
 from reprokit.bench.findings import (
     ALL_CHANGES,
+    NO_LEVER,
     NONE_CHANGE,
     BenchResults,
     BenchRun,
@@ -230,3 +237,28 @@ def test_a_bench_with_a_ceiling_reads_back_unchanged(tmp_path: Path) -> None:
                       rows=bench_rows(TF2_ROWS, TF2_REPS, workers=2, ceiling=ceiling))
     assert results == BenchResults.load(results.write(tmp_path))
     assert 2 == json.loads((tmp_path / "bench.json").read_text())["format_version"]
+
+
+def test_a_levers_gain_is_its_cluster_over_its_programs_own_cluster_paired_by_repetition() -> None:
+    """tf2-mirrored with its lever: a row of its own, beside the program's own row in every
+    repetition; the lever table starts with the program's own row and pairs the lever's cluster
+    with it, not with the standalone or another program's cluster."""
+    rows = rows_for(["tf2-mirrored", "tf2-ps"], levers=True)
+    assert [(), ("pack",), ()] == [row.levers for row in rows]
+    reps = []
+    for rep in TF2_REPS:
+        own, tf2_ps = rep.clusters[-2:]
+        lever = run("cluster", "tf2-mirrored", *(1.1 * r for r in own.step_rates))
+        reps.append(replace(rep, clusters=[own, lever, tf2_ps]))
+    ceiling = ceiling_of("tf2-mirrored", reps)
+    table = bench_rows(rows, reps, workers=2, ceiling=ceiling)
+    found = lever_rows(rows, table, reps)
+    assert ["tf2-mirrored"] == list(found)
+    first, pack = found["tf2-mirrored"]
+    assert (NO_LEVER, table[0].speedup, None, table[0].share_of_ceiling) == \
+        (first.change, first.speedup, first.gain, first.share_of_ceiling)
+    expected = ratio_estimate([(rep.clusters[1].step_rates, rep.clusters[0].step_rates) for rep in reps])
+    assert ("pack", expected, table[1].speedup, table[0].cluster_rate) == (pack.change, pack.gain, pack.speedup,
+                                                                          pack.reference)
+    assert expected.value == pytest.approx(1.1) and ["pack"] == table[1].levers
+    assert {} == lever_rows(TF2_ROWS, bench_rows(TF2_ROWS, TF2_REPS, workers=2), TF2_REPS)

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from reprokit.bench.comparison import bench_rows, rows_for
+from reprokit.bench.comparison import bench_rows, lever_rows, rows_for
 from reprokit.bench.findings import (
+    NO_LEVER,
     BenchResults,
     SweepPoint,
     SweepProgram,
@@ -179,3 +180,27 @@ def test_the_thread_table_has_each_standalone_then_each_rows_roles_with_their_gr
         in lines
     assert len(BENCH.rows) * 2 + 2 == sum(line.startswith("| ") and "steps 0-100" in line for line in lines)
     assert "| run | role |" in "\n".join(bench_lines(results, article_figures()))
+
+
+def test_a_programs_levers_are_a_table_of_their_own_with_gain_and_share_of_ceiling(tmp_path: Path) -> None:
+    """The program's own row is the reference; a lever row shows its gain over it, each its
+    share of the ceiling; the plot's right panel has them beside the lesson's ablation."""
+    rows = rows_for(["tf2-mirrored"], levers=True)
+    reps = [replace(rep, clusters=rep.clusters[-2:]) for rep in TF2_REPS]  # tf2-mirrored's, and one as its lever's
+    ceiling = ceiling_of("tf2-mirrored", reps)
+    table = bench_rows(rows, reps, workers=2, ceiling=ceiling)
+    results = replace(BENCH, rows=table, repetition_results=reps, ceiling=ceiling, ablation=[],
+                      levers=lever_rows(rows, table, reps))
+    lines = bench_lines(results, article_figures())
+    at = lines.index("| change | cluster ex/s | the tf2-mirrored cluster, same repetitions | speed-up | gain "
+                     "| share of ceiling |")
+    own, pack = results.levers["tf2-mirrored"]
+    assert lines[at + 2] == (f"| {NO_LEVER} | {format_estimate(own.cluster_rate, '', 1, brief=True)} | "
+                             f"{format_estimate(own.reference, '', 1, brief=True)} | "
+                             f"{format_estimate(own.speedup, brief=True)} | reference | "
+                             f"{100 * (table[0].share_of_ceiling or 0):.1f}% |")
+    assert lines[at + 3].startswith("| pack |") and lines[at + 3].endswith(
+        f"| {format_estimate(pack.gain, '%', 0, brief=True, change=True)} | "
+        f"{100 * (table[1].share_of_ceiling or 0):.1f}% |")
+    assert "tf2-mirrored\npack" == bench_bars(results)[1][0]
+    assert plot_bench(results, tmp_path / "bench.png", article_figures()).read_bytes().startswith(b"\x89PNG")
