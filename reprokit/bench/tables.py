@@ -116,8 +116,12 @@ def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
     for name, b in r.breakdown.items():
         lines += ["", f"one traced {name} step: {b.wall_ms} ms wall"]
         lines += [f"  {part:<26} {ms:8.1f} ms  {100 * share:5.1f}%" for part, ms, share in b.rows()]
-        lines += [f"    {d.device}: busy {d.busy_ms:.1f} ms, idle {d.longest_idle_ms:.1f} ms "
-                  f"from +{d.idle_from_ms:.1f} ms" for d in b.devices]
+        for d in b.devices:
+            lines.append(f"    {d.device}: busy {d.busy_ms:.1f} ms, idle {d.longest_idle_ms:.1f} ms "
+                         f"from +{d.idle_from_ms:.1f} ms")
+            if d.collectives:
+                lines.append(f"      its last compute op ends at +{d.compute_end_ms:.1f} ms; its collectives start at "
+                             + ", ".join(f"+{start:.1f} ({ms:.1f} ms)" for start, ms in d.collectives))
     lines.append("")
     for program, variables in r.placement.items():
         homes = sorted(set(variables.values()))

@@ -60,6 +60,10 @@ class DeviceTime:
     ops: int
     longest_idle_ms: float = 0.0  # the longest stretch with no op running, inside the step
     idle_from_ms: float = 0.0  # when that stretch began, from the step's first op anywhere
+    # When its last compute op ended, and each collective op's (start, ms), from the same origin:
+    # whether an all-reduce's packs ran beside the backward pass or after it. Older files lack them.
+    compute_end_ms: float = 0.0
+    collectives: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -121,8 +125,11 @@ def device_time(device: str, ops: list[Op], step_start_us: int | None = None) ->
     waiting = [(o["start_us"], o["start_us"] + o["us"]) for o in ops if is_input(o["label"])]
     gap, at = _longest_gap([(o["start_us"], o["start_us"] + o["us"]) for o in ops])
     origin = step_start_us if step_start_us is not None else min((s for s, _ in compute), default=0)
+    collectives = sorted((o["start_us"], o["us"]) for o in ops if is_collective(o["label"]))
     return DeviceTime(device, _union_us(compute) / 1000, _union_us(waiting) / 1000, len(ops),
-                      round(gap / 1000, 1), round((at - origin) / 1000, 1) if gap else 0.0)
+                      round(gap / 1000, 1), round((at - origin) / 1000, 1) if gap else 0.0,
+                      round((max((stop for _, stop in compute), default=origin) - origin) / 1000, 1),
+                      tuple((round((start - origin) / 1000, 1), round(us / 1000, 1)) for start, us in collectives))
 
 
 def breakdown(trace: Trace) -> StepBreakdown:

@@ -204,3 +204,13 @@ def test_a_programs_levers_are_a_table_of_their_own_with_gain_and_share_of_ceili
         f"{100 * (table[1].share_of_ceiling or 0):.1f}% |")
     assert "tf2-mirrored\npack" == bench_bars(results)[1][0]
     assert plot_bench(results, tmp_path / "bench.png", article_figures()).read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_traced_all_reduce_step_places_each_collective_against_the_end_of_compute() -> None:
+    (name, step), *_ = BENCH.breakdown.items()
+    device = replace(step.devices[0], compute_end_ms=223.2, collectives=((198.4, 2.5), (223.8, 12.1)))
+    lines = bench_lines(replace(BENCH, breakdown={name: replace(step, devices=[device])}), article_figures())
+    at = lines.index(f"one traced {name} step: {step.wall_ms} ms wall")
+    assert "      its last compute op ends at +223.2 ms; its collectives start at +198.4 (2.5 ms), +223.8 (12.1 ms)" \
+        == lines[at + 6]
+    assert not any("collectives start" in line for line in bench_lines(BENCH, article_figures()))

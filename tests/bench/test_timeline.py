@@ -100,3 +100,17 @@ def test_the_lessons_tf_data_wait_is_counted_as_input_like_the_articles_dequeue(
     assert expected == {d.device: d.input_ms for d in lesson.devices if d.device in workers}
     assert round(max(expected.values()), 1) == lesson.input_ms > 0
     assert breakdown(_trace("cluster_step.json")).input_ms > 0
+
+
+def test_each_collective_is_placed_against_the_end_of_its_devices_compute() -> None:
+    """An all-reduce in two packs: the first starts before the backward pass ends (it ran beside
+    it), the second after; both count as transfers and waiting, not compute."""
+    ops = [_op("conv1/Conv2D = Conv2D(x)", 1_000, 40_000),
+           _op("grads/local3 = MatMul(g)", 41_000, 30_000),
+           _op("allreduce/pack0 = CollectiveReduceV2(g)", 60_000, 5_000),
+           _op("grads/conv1 = Conv2DBackpropFilter(g)", 71_000, 20_000),
+           _op("allreduce/pack1 = CollectiveReduceV2(g)", 91_000, 3_000)]
+    found = device_time(LOCALHOST, ops, step_start_us=0)
+    assert (91.0, ((60.0, 5.0), (91.0, 3.0))) == (found.compute_end_ms, found.collectives)
+    assert 90.0 == found.busy_ms
+    assert () == device_time(LOCALHOST, ops[:2], step_start_us=0).collectives
