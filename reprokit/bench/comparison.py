@@ -2,7 +2,9 @@
 by side in one invocation.
 
 Rows (each a program with kit settings): the article's program with TensorFlow's defaults (and,
-asked for, with the kit's `tuned` settings), and every other chosen program with its defaults.
+asked for, with the kit's `tuned` settings), and every other chosen program with its defaults;
+asked for, after a program's row, one with each of its levers (reprokit.programs.Lever), whose
+table pairs each with the program's own cluster (`lever_rows`).
 Every repetition runs each standalone trainer file once (one CPU; the tf2 programs share one),
 each followed by the clusters of the rows it is the baseline of, in an order reversed every
 other repetition: a cluster runs next to its own standalone, so that the drift of a shared
