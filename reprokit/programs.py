@@ -56,7 +56,11 @@ class Lever:
 
     name: str
     flags: tuple[str, ...]
-    why: str
+
+    @staticmethod
+    def label(names: Sequence[str]) -> str:
+        """How a run with these levers is named: 'lever pack', 'lever a+b'."""
+        return "lever " + "+".join(names)
 
 
 @dataclass(frozen=True)
@@ -172,9 +176,10 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in (
             "MultiWorkerMirroredStrategy gives every worker its own copy of every variable, on its own CPU; "
             "each worker computes its batch's gradients there, a collective all-reduce sums them over the "
             "workers, and every worker applies the same update to its own copy. There is no ps.",
-            (Lever("pack", ("--bytes_per_pack=262144",),
-                   "the all-reduce in packs of 256 KiB (4 packs of the model's 4.27 MB of gradients) instead of "
-                   "one after the whole backward pass, so the first packs can go while the rest is computed"),)),
+            # The all-reduce in packs of 256 KiB (4 packs of the model's 4.27 MB of gradients) instead
+            # of one after the whole backward pass, so that the first packs can go while the rest is
+            # computed.
+            (Lever("pack", ("--bytes_per_pack=262144",)),)),
     Program("tf2-ps", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py", COORDINATOR,
             "ParameterServerStrategy creates every variable on a ps (round-robin over the ps tasks; here "
             "there is one). The coordinator only schedules: each step runs on a free worker's CPU, which "

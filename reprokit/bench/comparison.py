@@ -61,7 +61,7 @@ from reprokit.bench.timeline import StepBreakdown, Trace, breakdown
 from reprokit.commands import Echo
 from reprokit.judge.speed import METHOD, WARMUP_RULE, Estimate
 from reprokit.options import Options
-from reprokit.programs import PROGRAMS, SESSION
+from reprokit.programs import PROGRAMS, SESSION, Lever
 from reprokit.run.backends import Backend
 from reprokit.run.tuning import PROFILES, Tuning
 from reprokit.settings import Settings
@@ -81,7 +81,7 @@ class Row:
     @property
     def name(self) -> str:
         return f"{self.program} program, {self.tuning.name} settings" + (
-            f", lever {'+'.join(self.levers)}" if self.levers else "")
+            f", {Lever.label(self.levers)}" if self.levers else "")
 
 
 def rows_for(programs: Sequence[str], tunings: Sequence[str] = ("default",), levers: bool = False) -> tuple[Row, ...]:
@@ -281,7 +281,7 @@ def _extras(bench: Bench, workers: int, rows: Sequence[Row]) -> tuple[dict[str, 
                                                      trace_step=TRACE_STEP)
         levers = max((row.levers for row in rows if row.program == program), key=len, default=())
         if levers:
-            traced[f"{program} cluster, lever {'+'.join(levers)}"] = bench.run(
+            traced[f"{program} cluster, {Lever.label(levers)}"] = bench.run(
                 "cluster", workers, f"-{program}-levers-trace", program=program, trace_step=TRACE_STEP, levers=levers)
     # The others' clusters are probed untraced, for where their variables live.
     placed = {f"{program} cluster": bench.run("cluster", workers, f"-{program}-placement", program=program,

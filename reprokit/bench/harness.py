@@ -30,7 +30,7 @@ from reprokit.judge.threads import dead_input_threads
 from reprokit.names import STANDALONE, log_path
 from reprokit.options import Options
 from reprokit.prepared import input_stages, prepare
-from reprokit.programs import PROGRAMS
+from reprokit.programs import PROGRAMS, Lever
 from reprokit.run.backends import Backend
 from reprokit.run.cluster import CpuLayout, available_cpus, make_layout
 from reprokit.run.request_ids import RequestIdFix
@@ -89,7 +89,7 @@ class Bench:
         main = trained.main_role(mode)
         self.echo(f"  {folder.name}: {options.program} {mode}" + (f", {workers} workers" if mode == "cluster" else "")
                   + (f", tuning {options.tuning.name}" if options.tuning.name != "default" else "")
-                  + (f", levers {'+'.join(levers)}" if levers else ""))
+                  + (f", {Lever.label(levers)}" if levers else ""))
         outcome = self._outcome(backend, folder, roles, main)
         found = self._measured(folder, outcome, main, mode, options)
         if probed:

@@ -151,9 +151,10 @@ def _ablation_table(rows: Sequence[AblationRow], reference: str, ceiling: bool =
     for a in rows:
         gain = ("reference" if a.change in (NONE_CHANGE, NO_LEVER)
                 else format_estimate(a.gain, "%", 0, brief=True, change=True))
+        share = f" {format_share(a.share_of_ceiling)} |" if ceiling else ""
         lines.append(f"| {a.change} | {format_estimate(a.cluster_rate, '', 1, brief=True)} | "
                      f"{format_estimate(a.reference, '', 1, brief=True)} | "
-                     f"{format_estimate(a.speedup, brief=True)} | {gain} |" + (f" {format_share(a.share_of_ceiling)} |" if ceiling else ""))
+                     f"{format_estimate(a.speedup, brief=True)} | {gain} |{share}")
     return lines
 
 

@@ -73,7 +73,7 @@ def test_a_programs_levers_make_a_row_each_and_one_with_all_when_asked_for(monke
     assert ["tf2-mirrored", "tf2-mirrored+pack", "tf2-ps", "lesson"] == \
         ["+".join((row.program, *row.levers)) for row in rows_for(["tf2-mirrored", "tf2-ps", "lesson"], levers=True)]
     assert [()] == [row.levers for row in rows_for(["tf2-mirrored"])]
-    two = replace(PROGRAMS["tf2-mirrored"], levers=(Lever("a", ("--a=1",), "one"), Lever("b", ("--b=2",), "two")))
+    two = replace(PROGRAMS["tf2-mirrored"], levers=(Lever("a", ("--a=1",)), Lever("b", ("--b=2",))))
     monkeypatch.setitem(PROGRAMS, "tf2-mirrored", two)
     rows = rows_for(["tf2-mirrored"], levers=True)
     assert [(), ("a",), ("b",), ("a", "b")] == [row.levers for row in rows]
