@@ -111,7 +111,7 @@ def run_faults(settings: Settings, request: FaultsRequest, command: str, echo: E
     for number, (program, kind, fault) in enumerate(todo, 1):
         echo(f"faults: {number} of {len(todo)}: {program}, {kind} ({fault})")
         asked = replace(options, program=program, run_id=f"{folder.name}-{program}-{kind.replace(' ', '-')}")
-        backend = local_backend(settings, request.isolation, fault_plan(settings, asked, [fault]))
+        backend = local_backend(settings, request.isolation, fault_plan(settings, asked, [fault], "local"))
         results.rows.append(_row(program, kind, fault, reproduce(settings, asked, backend, echo, progress, download)))
         _write(results)
     results.finished = datetime.now().isoformat(timespec="seconds")

@@ -62,6 +62,16 @@ def log_path(run_dir: str | Path, role: str, incarnation: int = 1) -> Path:
     return Path(run_dir) / (f"{role}.log" if incarnation == 1 else f"{role}.{incarnation}.log")
 
 
+def incarnation_logs(run_dir: str | Path, role: str) -> list[Path]:
+    """A role's logs in the order its incarnations ran (worker0.log, worker0.2.log, ...): the main
+    role of a cluster restarted as a whole logs its steps across them."""
+    logs, number = [], 1
+    while (path := log_path(run_dir, role, number)).is_file():
+        logs.append(path)
+        number += 1
+    return logs
+
+
 
 # The evaluation of a mode's last checkpoint: its log, its event folder, and the rules for the log.
 EVAL_RULES = "eval_rules.yaml"

@@ -179,7 +179,7 @@ class Request:
         name, isolation = self.backend or s.backend, self.isolation or s.isolation
         check_backend(name, isolation, options.tuning, self.link, self.cluster_file)
         config = replace(_config(s, name, isolation), link=self.link, placement=placement, echo=echo,
-                         faults=fault_plan(s, options, self.faults))
+                         faults=fault_plan(s, options, self.faults, name))
         return RunPlan(options, build_backend(config))
 
     def client_plan(self, s: Settings, cluster: Cluster) -> RunPlan:
@@ -274,10 +274,12 @@ class SweepRequest:
                          [(link, build_backend(replace(_config(s, "hosts", "none"), link=link.name))) for link in links])
 
 
-def fault_plan(s: Settings, options: Options, texts: Sequence[str]) -> FaultPlan:
+def fault_plan(s: Settings, options: Options, texts: Sequence[str], backend: str) -> FaultPlan:
     """The faults asked for, each checked against the roles this program starts, and invoke.yaml's
     restart policy for the roles its cluster can take back (every backend's runner sends the
-    faults; the restarts are the kit's, or on the swarm backend the swarm's)."""
+    faults; the restarts are the kit's, or on the swarm backend the swarm's). A cluster that resumes
+    only as a whole is restarted by the process backend's runner (local, hosts) alone: the swarm
+    restarts one task at a time, and the docker backend's whole restart is not tested yet."""
     program = PROGRAMS[options.program]
     roles = [role for mode in options.modes for role in program.role_names(mode, options.workers)]
     faults = tuple(parse_fault(text, roles, options.steps) for text in texts)
@@ -285,7 +287,7 @@ def fault_plan(s: Settings, options: Options, texts: Sequence[str]) -> FaultPlan
     why_not = {role: program.why_not_restarted(role) for role in cluster}
     return FaultPlan(faults, tuple(r for r in cluster if not why_not[r]), {r: w for r, w in why_not.items() if w},
                      retryable_codes(s.retryable_exit_codes), s.backoff_limit, s.restart_backoff_s,
-                     program.rerun_marker)
+                     program.rerun_marker, program.resumes_whole and backend in ("local", "hosts"), s.notice_grace_s)
 
 
 def check_backend(backend: str, isolation: str, tuning: Tuning, link: str = "none",

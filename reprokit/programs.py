@@ -99,6 +99,14 @@ class Program:
         return cluster_role_names(workers)
 
     @property
+    def resumes_whole(self) -> bool:
+        """Its cluster survives a preemption notice only as a whole: sent SIGTERM, any worker makes
+        every worker save a checkpoint after the same step and exit (tf2-mirrored's
+        PreemptionCheckpointHandler), and the cluster started again resumes from it. No single
+        role of it is restarted (reprokit.run.faults)."""
+        return self.shape == ALL_REDUCE
+
+    @property
     def rerun_marker(self) -> str:
         """The main role's log line for a function run again after a lost worker ('' if it has none)."""
         return PUT_BACK if self.shape == COORDINATOR else ""
@@ -115,8 +123,9 @@ class Program:
                         "a checkpoint, which the kit does not do yet")
             return ""  # a worker: the coordinator puts its functions back and uses it again once it serves
         if self.shape == ALL_REDUCE:
-            return ("every step's all-reduce needs every worker: a lost one ends the collective, and taking "
-                    "it back needs the whole cluster restarted from a checkpoint, which the kit does not do yet")
+            return ("every step's all-reduce needs every worker, and a worker lost without a notice saved "
+                    "nothing to resume from: only a preemption notice (SIGTERM) makes every worker save a "
+                    "checkpoint and exit, and the cluster is then restarted as a whole")
         return (f"the {self.name} program's client runs every step as one session call across the cluster, "
                 "and a restarted server holds none of the step's state; the program saves its first checkpoint "
                 "at step 0 and the next at its end, so there is nothing to start again from")

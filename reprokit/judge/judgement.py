@@ -13,7 +13,13 @@ from reprokit.judge.checks import Summary, Verdict
 from reprokit.judge.evaluation import eval_verdicts
 from reprokit.judge.logs import LogRecord, parse_log, step_fields
 from reprokit.judge.speed import RunSpeed, run_speed
-from reprokit.names import EVAL_RULES, eval_log, log_path, repetition_dir
+from reprokit.names import (
+    EVAL_RULES,
+    eval_log,
+    incarnation_logs,
+    log_path,
+    repetition_dir,
+)
 from reprokit.programs import program
 from reprokit.run_folders import RunInfo
 
@@ -46,11 +52,11 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
     trained = program(run.program)  # an unknown name, in a folder from elsewhere, is a clear error
     for mode in run.modes:
         main = trained.main_role(mode)
-        path = log_path(run_dir, main)
-        records[mode] = parse_log(path, main) if path.is_file() else []
-        context = ruleslib.run_context(mode, run.steps, run.workers)
+        paths = incarnation_logs(run_dir, main) or [log_path(run_dir, main)]
+        records[mode] = [record for path in paths if path.is_file() for record in parse_log(path, main)]
+        context = {**ruleslib.run_context(mode, run.steps, run.workers), "incarnations": len(paths)}
         verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
-                                      sources=[path], program=run.program)
+                                      sources=paths, program=run.program)
         evaluated = eval_log(run_dir, mode)
         if evaluated.is_file():
             verdicts += eval_verdicts(evaluated, mode, eval_rules, run.program)

@@ -268,10 +268,11 @@ class _Reader:
 # --- context -------------------------------------------------------------------------------
 
 def article_context(mode: str, workers: int) -> dict[str, int]:
-    """The context for a log of unknown length (the article's): one input tower per worker."""
+    """The context for a log of unknown length (the article's): one input tower per worker, and
+    one process, which the judge counts again for a cluster restarted as a whole."""
     if mode not in MODES:
         raise RulesError(f"unknown mode {mode!r}; expected one of {MODES}")
-    return {"towers": 1 if mode == "standalone" else workers}
+    return {"towers": 1 if mode == "standalone" else workers, "incarnations": 1}
 
 
 def run_context(mode: str, max_steps: int, workers: int) -> dict[str, int]:

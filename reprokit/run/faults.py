@@ -5,9 +5,15 @@ later one, ROLE is sent SIGKILL, SIGTERM or SIGINT. A role that then ends is jud
 code as Kubeflow's TFJob judges a replica under its `ExitCode` policy: a code in
 `retryable_exit_codes` (130, 137, 143: ended by SIGINT, SIGKILL, SIGTERM) is restarted after
 `restart_backoff_s`, at most `backoff_limit` times per role; any other code is permanent, and the
-run fails as before. Only the roles the program can take back are restarted (`Program.restartable`):
+run fails as before. Only the roles the program can take back are restarted (`Program.why_not_restarted`):
 a TF1 session or an all-reduce ring cannot take a restarted worker into its running step, and a
 restart there would only turn a clear failure into a hang.
+
+An all-reduce cluster is restarted as a whole instead (`Program.resumes_whole`): a preemption
+notice (SIGTERM) to any worker makes every worker save a checkpoint and exit with 143, and once the
+main role has ended with a retryable code, every role is stopped and started again as its next
+incarnation, which resumes from that checkpoint. A worker that ends while the main role trains on
+past the plan's `notice_grace_s` was lost without a notice: nothing was saved, and the run fails saying so.
 
 Each incarnation of a role writes a log of its own (worker1.log, then worker1.2.log, ...), so
 nothing is overwritten. `Recovery` is what the runner consults while it watches the run; its
@@ -95,18 +101,21 @@ class FaultPlan:
     backoff_limit: int  # restarts per role (invoke.yaml)
     backoff_s: float  # seconds from a death to its restart (invoke.yaml)
     rerun_marker: str  # the main role's log line for a function run again (Program.rerun_marker), or ''
+    whole: bool  # the cluster is restarted as a whole, from its checkpoint (Program.resumes_whole)
+    notice_grace_s: float  # whole: how long the main role may take to follow a worker's end (invoke.yaml)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FaultPlan:
         """The plan as `dataclasses.asdict` wrote it into the supervisor's plan file."""
         return cls(tuple(Fault(**f) for f in data["faults"]), tuple(data["restartable"]), dict(data["why_not"]),
                    tuple(data["retryable"]), int(data["backoff_limit"]), float(data["backoff_s"]),
-                   str(data["rerun_marker"]))
+                   str(data["rerun_marker"]), bool(data["whole"]), float(data["notice_grace_s"]))
 
     def refusal(self, role: str, code: int, restarts: int) -> str:
-        """'' when a role that ended with ``code`` after ``restarts`` restarts is restarted; else why not."""
+        """'' when a role that ended with ``code`` after ``restarts`` restarts is restarted (alone, or
+        with the whole cluster); else why not."""
         status = exit_status(code)
-        if role not in self.restartable:
+        if role not in self.restartable and not self.whole:
             return self.why_not.get(role) or f"the program does not take the {role} role back"
         if status not in self.retryable:
             return (f"exit code {status} is permanent (retried: {', '.join(map(str, self.retryable))}, "
@@ -118,7 +127,7 @@ class FaultPlan:
     def recovery(self, handles: Sequence[Restartable]) -> Recovery | None:
         """The runner's part of this plan over a mode's ``handles``; None when it has nothing to
         inject and nothing to take back (every death ends the run)."""
-        if not (self.faults or self.restartable):
+        if not (self.faults or self.restartable or self.whole):
             return None
         return Recovery(self, {handle.spec.name: handle for handle in handles})
 
@@ -136,7 +145,7 @@ class Restartable(RoleHandle, Protocol):
 
 # No fault, and no role restarted: the runs of the bench, the sweep and the mutants, and every
 # backend that is not told otherwise.
-NO_FAULTS = FaultPlan((), (), {}, (), 0, 0.0, "")
+NO_FAULTS = FaultPlan((), (), {}, (), 0, 0.0, "", False, 0.0)
 
 
 @dataclass
@@ -144,7 +153,7 @@ class Event:
     t: float  # seconds since the run started
     step: int | None  # the main role's last logged step
     role: str
-    what: str  # fault, exited, restarted, serving, not restarted
+    what: str  # fault, exited, restarted, serving, not restarted; cluster restarted
     detail: str = ""
 
 
@@ -161,6 +170,8 @@ class Recovery:
     restarts: dict[str, int] = field(default_factory=dict)
     due: dict[str, float] = field(default_factory=dict)  # role -> when its restart may start
     waiting: set[str] = field(default_factory=set)  # restarted servers not yet serving
+    ended: dict[str, int] = field(default_factory=dict)  # whole: roles ended since the last restart, their codes
+    notice_until: float | None = None  # whole: when the main role must have followed a worker's end
     step_times: list[tuple[int, float]] = field(default_factory=list)
 
     def _note(self, role: str, what: str, detail: str = "") -> None:
@@ -177,18 +188,61 @@ class Recovery:
                 self._note(fault.role, "fault", f"{fault.signum.name} sent ({fault})")
 
     def on_death(self, role: str, code: int) -> str:
-        """A role other than the main one ended with ``code``: '' if it will be restarted, else why not."""
+        """A role other than the main one ended with ``code``: '' if it will be restarted (alone,
+        or with its cluster once the main role has ended too), else why not."""
         restarts = self.restarts.get(role, 0)
         refusal = self.plan.refusal(role, code, restarts)
         self._note(role, "exited", f"exit code {exit_status(code)}")
         if refusal:
             self._note(role, "not restarted", refusal)
             return refusal
-        self.due[role] = time.monotonic() + self.plan.backoff_s
+        if self.plan.whole:
+            self.ended[role] = code
+            self.notice_until = self.notice_until or time.monotonic() + self.plan.notice_grace_s
+        else:
+            self.due[role] = time.monotonic() + self.plan.backoff_s
         return ""
 
     def pending(self, role: str) -> bool:
-        return role in self.due
+        return role in self.due or role in self.ended
+
+    def lost_without_notice(self) -> tuple[str, str] | None:
+        """whole: a role that ended while the main role trained on past the grace, and why the
+        cluster is not restarted; None while there is none."""
+        if self.notice_until is None or time.monotonic() < self.notice_until:
+            return None
+        role = next(iter(self.ended))
+        why = self.plan.why_not.get(role) or f"the {role} role ended without a notice"
+        self._note(role, "not restarted", why)
+        return role, why
+
+    def on_main_exit(self, role: str, code: int) -> str | None:
+        """The main role ended with ``code``, not 0: None where the plan does not restart the cluster
+        as a whole; '' when it does now; else why not."""
+        if not self.plan.whole:
+            return None
+        refusal = self.plan.refusal(role, code, self.restarts.get(role, 0))
+        self._note(role, "exited", f"exit code {exit_status(code)}")
+        if refusal:
+            self._note(role, "not restarted", refusal)
+        else:
+            self.ended[role] = code
+        return refusal
+
+    def restart_all(self, codes: dict[str, int | None]) -> list[Restartable]:
+        """whole: every role's next incarnation, not yet started; ``codes``, how the roles that the
+        runner stopped ended (a role already noted as ended is not noted again)."""
+        for role, code in codes.items():
+            if role not in self.ended and code is not None:
+                self._note(role, "exited", f"exit code {exit_status(code)}, stopped for the restart")
+        for role in self.handles:
+            self.restarts[role] = self.restarts.get(role, 0) + 1
+            self.handles[role] = self.handles[role].again(self.restarts[role] + 1)
+        restarts = max(self.restarts.values())
+        self._note("cluster", "restarted", f"every role, incarnation {restarts + 1} (restart {restarts} of at most "
+                                           f"{self.plan.backoff_limit}), resuming from the checkpoint it saved")
+        self.ended, self.notice_until = {}, None
+        return list(self.handles.values())
 
     def incarnation(self, role: str) -> int:
         return self.restarts.get(role, 0) + 1
@@ -225,8 +279,10 @@ class Recovery:
         faults = [f for f in self.plan.faults if f.role in self.handles]
         if not faults and not self.events:
             return {}
+        # A cluster restarted as a whole counts as one: every role's restarts are its.
+        restarts = {"cluster": max(self.restarts.values())} if self.plan.whole and self.restarts else self.restarts
         result: dict[str, Any] = {"faults": [str(f) for f in faults],
-                                     "events": [asdict(e) for e in self.events], "restarts": dict(self.restarts)}
+                                     "events": [asdict(e) for e in self.events], "restarts": dict(restarts)}
         first = min((e.step for e in self.events if e.what == "fault" and e.step is not None), default=None)
         before = [(s, t) for s, t in self.step_times if first is None or s <= first]
         after = [(s, t) for s, t in self.step_times if first is not None and s >= first]

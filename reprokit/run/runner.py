@@ -165,6 +165,7 @@ class Runner:
         self.cpu: dict[str, float] = {}
         self.threads = ThreadSampler()
         self.started: list[RoleHandle] = []
+        self.left: list[str] = []  # what the release of an earlier incarnation could not remove
         self.follower = LogFollower(log_path(self.run_dir, main))
 
     def mark(self, name: str) -> None:
@@ -174,24 +175,21 @@ class Runner:
         ok, message, left = False, "", []
         died: _Died | None = None
         try:
-            servers = [h for h in self.handles.values() if h.spec.is_server]
-            for handle in servers:  # all start at once: each spends seconds importing TensorFlow
-                self._start(handle)
-            for handle in servers:
-                self._wait_reachable(handle)
-            self.mark("servers_reachable")
-            for handle in self.handles.values():
-                if not handle.spec.is_server:
-                    self._start(handle)
-            ok = self._watch() == 0
-            if not ok:
-                died = _Died(self.main, "")
+            self._start_all()
+            code = self._watch()
+            while code != 0:
+                refusal = self.recovery.on_main_exit(self.main, code) if self.recovery is not None else None
+                if refusal is None or refusal:
+                    raise _Died(self.main, f"and was not restarted: {refusal}" if refusal else "")
+                self._restart_all()
+                code = self._watch()
+            ok = True
         except _Died as exc:
             died = exc
         except KitError as exc:
             message = str(exc)
         finally:
-            left = self._teardown()
+            left = self.left + self._teardown()
         self._progress()  # the last step lines, written while the roles stopped
         if died is not None:  # after teardown: the role's log pump has written its last lines
             message = str(self._death(died.role, died.when))
@@ -208,6 +206,37 @@ class Runner:
     def _interrupted(self) -> None:
         if self.stop.is_set():
             raise ClusterError("interrupted: every role was stopped")
+
+    def _start_all(self) -> None:
+        """Servers first, all at once (each spends seconds importing TensorFlow), each probed until
+        it answers; then the rest."""
+        servers = [h for h in self.handles.values() if h.spec.is_server]
+        for handle in servers:
+            self._start(handle)
+        for handle in servers:
+            self._wait_reachable(handle)
+        self.mark("servers_reachable")
+        for handle in self.handles.values():
+            if not handle.spec.is_server:
+                self._start(handle)
+
+    def _restart_all(self) -> None:
+        """The cluster restarted as a whole (faults.py): every role stopped and released, then,
+        after the backoff, each started again as its next incarnation, in the same order as at
+        the start; the main role's new log is the one followed from then on."""
+        assert self.recovery is not None
+        self._stop(self.started)
+        self._progress()  # the last step lines of the incarnation that ended
+        codes = {name: handle.returncode() for name, handle in self.handles.items()}
+        self.left += [item for handle in self.started for item in handle.release()]
+        self.started = []
+        fresh = self.recovery.restart_all(codes)
+        if self.stop.wait(self.recovery.plan.backoff_s):
+            self._interrupted()
+        self.handles = {handle.spec.name: handle for handle in fresh}
+        self.mark("restarted")
+        self._start_all()
+        self.follower = LogFollower(log_path(self.run_dir, self.main, self.recovery.incarnation(self.main)))
 
     def _start(self, handle: RoleHandle) -> None:
         self._interrupted()
@@ -262,6 +291,9 @@ class Runner:
                 code = handle.returncode()
                 if name != self.main and code is not None and not (handle.spec.ends_itself and code == 0):
                     self._answer_death(name, code)
+            lost = self.recovery.lost_without_notice() if self.recovery is not None else None
+            if lost is not None:
+                raise _Died(lost[0], f"while the {self.main} trained on; not restarted: {lost[1]}")
             self._check_pumps()
             now = time.monotonic()
             steps = self._progress()
@@ -332,16 +364,21 @@ class Runner:
         pids = {name: h.pid for name, h in self.handles.items() if h in self.started and h.pid is not None}
         self.threads.sample(pids, time.monotonic(), step)
 
-    def _teardown(self) -> list[str]:
-        self.mark("teardown_started")
-        self._sample_cpu()  # before the roles are stopped: an ended role has no CPU time to read
-        for handle in reversed(self.started):
+    @staticmethod
+    def _stop(handles: Sequence[RoleHandle]) -> None:
+        """SIGTERM to each, the last started first; SIGKILL to each still running after the grace."""
+        for handle in reversed(handles):
             handle.terminate()
         deadline = time.monotonic() + TERM_GRACE_S
-        for handle in self.started:
+        for handle in handles:
             if handle.wait(max(0.0, deadline - time.monotonic())) is None:
                 handle.kill()
                 handle.wait(TERM_GRACE_S)
+
+    def _teardown(self) -> list[str]:
+        self.mark("teardown_started")
+        self._sample_cpu()  # before the roles are stopped: an ended role has no CPU time to read
+        self._stop(self.started)
         left = [item for handle in self.started for item in handle.release()]
         self.mark("teardown_done")
         return left

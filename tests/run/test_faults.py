@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sys
 from pathlib import Path
@@ -72,8 +73,41 @@ def client() -> RoleSpec:
     return RoleSpec("client", [PY, "-c", CLIENT], CPU, {"PYTHONUNBUFFERED": "1"})
 
 
-def policy(*faults: Fault, restartable: tuple[str, ...] = ("worker1",), limit: int = 3) -> FaultPlan:
-    return FaultPlan(faults, restartable, {"ps": "the ps holds the variables"}, (130, 137, 143), limit, 0.1, MARKER)
+# An all-reduce cluster in small, as PreemptionCheckpointHandler runs one: worker 1, sent SIGTERM,
+# leaves a notice and exits with 143; worker 0, the main role, sees the notice before its next step,
+# saves the count of steps it ran and exits with 143 too; started again, it resumes from that count.
+# It logs every 10th of 100 steps, 0.05 s apart; with a third argument, each step takes that long.
+RESUMING_MAIN = ("import os, sys, time\n"
+                 "saved, notice = sys.argv[1] + '/saved', sys.argv[1] + '/notice'\n"
+                 "start = int(open(saved).read()) if os.path.exists(saved) else 0\n"
+                 "for step in range(start, 100):\n"
+                 "    if os.path.exists(notice):\n"
+                 "        open(saved, 'w').write(str(step)); os.remove(notice); sys.exit(143)\n"
+                 "    if step % 10 == 0:\n"
+                 "        print(f'2026-12-07 05:00:00.000000: step {step}, loss = 4.60 (900.0 examples/sec; "
+                 "0.142 sec/batch)', flush=True)\n"
+                 "    time.sleep(float(sys.argv[2]))\n")
+NOTICING_WORKER = ("import signal, sys, time\n"
+                   "def notice(*_):\n"
+                   "    open(sys.argv[1] + '/notice', 'w').close(); sys.exit(143)\n"
+                   "signal.signal(signal.SIGTERM, notice)\n"
+                   "print('training', flush=True)\n"
+                   "time.sleep(120)\n")
+
+
+STEP_LINE = re.compile(r": step (\d+), loss")  # not the argv's line, which has {step}
+
+
+def all_reduce(folder: Path, step_s: float = 0.05) -> list[RoleSpec]:
+    folder.mkdir(exist_ok=True)
+    return [RoleSpec("worker1", [PY, "-c", NOTICING_WORKER, str(folder)], CPU, {}),
+            RoleSpec("worker0", [PY, "-c", RESUMING_MAIN, str(folder), str(step_s)], CPU, {})]
+
+
+def policy(*faults: Fault, restartable: tuple[str, ...] = ("worker1",), limit: int = 3,
+           whole: bool = False) -> FaultPlan:
+    return FaultPlan(faults, restartable, {"ps": "the ps holds the variables", "worker1": "it saved nothing"},
+                     (130, 137, 143), limit, 0.1, MARKER, whole, 3.0)
 
 
 def run(tmp_path: Path, roles: list[RoleSpec], faults: FaultPlan):
@@ -125,17 +159,21 @@ def test_a_plan_with_faults_survives_its_json_file(tmp_path: Path):
 
 def test_the_request_checks_faults_against_the_program_and_names_whom_it_takes_back():
     options = kit_options(51, program="tf2-ps")
-    plan = fault_plan(SETTINGS, options, ["kill:worker1@20", "term:ps@30"])
+    plan = fault_plan(SETTINGS, options, ["kill:worker1@20", "term:ps@30"], "local")
     assert (Fault("kill", "worker1", 20), Fault("term", "ps", 30)) == plan.faults
     assert ("worker0", "worker1") == plan.restartable
     assert {"ps", "client"} == set(plan.why_not)
     assert (SETTINGS.backoff_limit, SETTINGS.restart_backoff_s) == (plan.backoff_limit, plan.backoff_s)
     assert "Putting back a closure after it failed" == plan.rerun_marker  # TensorFlow's coordinator's line
-    article = fault_plan(SETTINGS, kit_options(51, program="article"), [])
-    assert ((), "") == (article.restartable, article.rerun_marker)
+    article = fault_plan(SETTINGS, kit_options(51, program="article"), [], "local")
+    assert ((), "", False) == (article.restartable, article.rerun_marker, article.whole)
     assert "nothing to start again from" in article.why_not["worker1"]
-    mirrored = fault_plan(SETTINGS, kit_options(51, program="tf2-mirrored"), ["kill:worker1@20"])
+    mirrored = fault_plan(SETTINGS, kit_options(51, program="tf2-mirrored"), ["kill:worker1@20"], "local")
     assert ["worker0", "worker1"] == sorted(mirrored.why_not)  # no client, no ps in an all-reduce cluster
+    assert (True, False) == (mirrored.whole, plan.whole)  # an all-reduce cluster is restarted as a whole
+    # The swarm restarts one task at a time, by its own policy: there the cluster is not restarted.
+    assert not any(fault_plan(SETTINGS, kit_options(51, program="tf2-mirrored"), [], name).whole
+                   for name in ("swarm", "docker"))
 
 
 def test_reproduce_refuses_a_fault_naming_a_role_the_program_does_not_start():
@@ -192,6 +230,56 @@ def test_the_backoff_limit_holds_and_nothing_is_left_running(tmp_path: Path):
     assert [1, 2, 3] == [n for n in (1, 2, 3, 4) if log_path(tmp_path, "worker1", n).exists()]
 
 
+def test_a_preempted_all_reduce_cluster_is_restarted_as_a_whole_and_resumes(tmp_path: Path):
+    """SIGTERM to worker 1: both workers end with 143, every role is started again as its second
+    incarnation, and worker 0 resumes where it saved: every planned step logged once, across its
+    two logs."""
+    plan = Plan(str(tmp_path), all_reduce(tmp_path / "state"), "worker0", kit_watchdog(probe_s=20),
+                faults=policy(Fault("term", "worker1", 30), restartable=(), whole=True))
+    outcome = supervise(plan)
+    assert (True, "") == (outcome.ok, outcome.message)
+    events = [(e["role"], e["what"]) for e in outcome.recovery["events"]]
+    assert ("worker1", "fault") == events[0]
+    assert {("worker1", "exited"), ("worker0", "exited")} == set(events[1:3])
+    assert ("cluster", "restarted") == events[3] and 4 == len(events)
+    assert {"cluster": 1} == outcome.recovery["restarts"]
+    steps = [int(step) for path in (log_path(tmp_path, "worker0"), log_path(tmp_path, "worker0", 2))
+             for step in STEP_LINE.findall(path.read_text())]
+    assert list(range(0, 100, 10)) == steps
+    assert "training" in log_path(tmp_path, "worker1", 2).read_text()
+
+
+def test_an_all_reduce_worker_lost_without_a_notice_ends_the_run_saying_why(tmp_path: Path):
+    """SIGKILL to worker 1: it leaves no notice, worker 0 trains on, and once the grace has passed
+    the run fails with the program's reason; nothing is restarted."""
+    plan = Plan(str(tmp_path), all_reduce(tmp_path / "state", step_s=0.2), "worker0", kit_watchdog(probe_s=20),
+                faults=policy(Fault("kill", "worker1", 10), restartable=(), whole=True))
+    outcome = supervise(plan)
+    assert not outcome.ok
+    assert outcome.message.startswith("the worker1 role exited with code -9 (killed by SIGKILL) while the worker0 "
+                                      "trained on; not restarted: it saved nothing")
+    assert {} == outcome.recovery["restarts"]
+    assert not log_path(tmp_path, "worker0", 2).exists()
+
+
+def test_a_whole_cluster_is_not_restarted_on_a_permanent_code_nor_past_the_backoff_limit(tmp_path: Path):
+    """worker 0 sent SIGTERM twice: with a backoff limit of 1 the first restart is taken, and the
+    second end fails the run, naming the limit."""
+    plan = Plan(str(tmp_path), all_reduce(tmp_path / "state"), "worker0", kit_watchdog(probe_s=20),
+                faults=policy(Fault("term", "worker1", 20), Fault("term", "worker1", 60), restartable=(), whole=True,
+                              limit=1))
+    outcome = supervise(plan)
+    assert not outcome.ok
+    assert "not restarted: it was restarted 1 times already (backoff_limit 1, invoke.yaml)" in outcome.message
+    assert log_path(tmp_path, "worker0", 2).exists() and not log_path(tmp_path, "worker0", 3).exists()
+    (tmp_path / "permanent").mkdir()
+    exits_1 = Plan(str(tmp_path / "permanent"), [RoleSpec("worker0", [PY, "-c", "import sys; sys.exit(1)"], CPU, {})],
+                   "worker0", kit_watchdog(probe_s=20), faults=policy(restartable=(), whole=True))
+    outcome = supervise(exits_1)
+    assert "the worker0 role exited with code 1 and was not restarted: exit code 1 is permanent" in outcome.message
+    assert not log_path(tmp_path / "permanent", "worker0", 2).exists()
+
+
 # --- a real cluster --------------------------------------------------------------------------
 
 @pytest.mark.slow
@@ -204,7 +292,7 @@ def test_tf2_ps_survives_a_lost_worker_with_the_planned_steps(tmp_path: Path, ki
     restart. A preempted worker (SIGTERM) ends as a process ended by it, 143, and is restarted too."""
     settings = kit_settings(tmp_path, kit_inputs)
     options = kit_options(settings.quick_steps, program="tf2-ps", run_id="lost")
-    faults = fault_plan(settings, options, [fault])
+    faults = fault_plan(settings, options, [fault], "local")
     backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog, faults)
     result = reproduce(settings, options, backend, lambda line: None)
     assert result.passed, result.error
@@ -220,3 +308,27 @@ def test_tf2_ps_survives_a_lost_worker_with_the_planned_steps(tmp_path: Path, ki
     assert "serving /job:worker/task:1" in log_path(run_dir, "worker1", 2).read_text()
     report = (run_dir / "report.md").read_text()
     assert fault in report and "restarted" in report
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_tf2_mirrored_preempted_resumes_with_exactly_the_planned_steps(tmp_path: Path, kit_inputs: KitInputs):
+    """The faults issue's second done-when: SIGTERM to worker 1 of a real MultiWorkerMirroredStrategy
+    cluster; every worker saves and exits, the kit restarts the cluster, and worker 0 logs each
+    planned step once across its two logs; the logs pass and the learning is judged."""
+    settings = kit_settings(tmp_path, kit_inputs)
+    options = kit_options(settings.quick_steps, program="tf2-mirrored", run_id="preempted")
+    backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog,
+                             fault_plan(settings, options, ["term:worker1@20"], "local"))
+    result = reproduce(settings, options, backend, lambda line: None)
+    assert result.passed, result.error
+    run_dir = result.run_dir
+    recovery = json.loads((run_dir / "results.json").read_text())["modes"]["cluster"]["outcome"]["recovery"]
+    assert ("cluster", "restarted") in [(e["role"], e["what"]) for e in recovery["events"]]
+    first, second = (log_path(run_dir, "worker0", n).read_text() for n in (1, 2))
+    assert "PreemptionCheckpointHandler: checkpoint saved. Exiting." in first
+    steps = [int(step) for text in (first, second) for step in STEP_LINE.findall(text)]
+    assert list(range(0, settings.quick_steps, 10)) == steps
+    assert result.learning is not None
+    report = (run_dir / "report.md").read_text()
+    assert "term:worker1@20; restarted: cluster 1 time;" in report and "| cluster | restarted |" in report

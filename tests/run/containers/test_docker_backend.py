@@ -543,7 +543,7 @@ def test_a_tf2_ps_worker_killed_by_a_fault_is_restarted_as_a_new_container(setti
     run_id = f"dk-{uuid.uuid4().hex[:8]}"
     options = kit_options(FAULT_STEPS, 2, run_id=run_id, modes=("cluster",), program="tf2-ps")
     faulty = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client, watchdog=settings.watchdog,
-                           faults=fault_plan(settings, options, ["kill:worker1@10"]))
+                           faults=fault_plan(settings, options, ["kill:worker1@10"], "docker"))
     try:
         result = reproduce(settings, options, faulty, lambda line: None)
     finally:

@@ -102,7 +102,7 @@ def test_a_tf2_ps_worker_killed_by_a_fault_is_restarted_by_the_swarm(settings, s
     run_id = f"sw-{uuid.uuid4().hex[:6]}"
     options = kit_options(FAULT_STEPS, 2, run_id=run_id, modes=("cluster",), program="tf2-ps")
     backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, watchdog=settings.watchdog,
-                           faults=fault_plan(settings, options, ["kill:worker1@10"]))
+                           faults=fault_plan(settings, options, ["kill:worker1@10"], "swarm"))
     result = reproduce(settings, options, backend, lambda line: None)
     assert result.passed, result.error
     policy = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]["tf_worker_2"]
