@@ -70,6 +70,7 @@ class Row:
     restarts: dict[str, int] = field(default_factory=dict)
     seconds_lost: float | None = None
     functions_run_again: int | None = None
+    steps_redone: int | None = None  # a cluster restarted as a whole: at least these steps ran again
     why: str = ""  # a failed run's reason, as the kit printed it
 
 
@@ -125,15 +126,17 @@ def _row(program: str, kind: str, fault: str, run: Reproduction) -> Row:
     return Row(program, kind, fault, run.passed, str(run.run_dir),
                run.learning.status if run.learning else "not judged",
                dict(recovery.get("restarts") or {}), recovery.get("seconds_lost"),
-               recovery.get("functions_run_again"), "" if run.passed else run.error)
+               recovery.get("functions_run_again"), recovery.get("steps_redone"),
+               "" if run.passed else run.error)
 
 
 def table_lines(results: FaultsResults) -> list[str]:
-    out = ["| program | fault | survived | restarted | functions run again | seconds lost | learning |",
+    out = ["| program | fault | survived | restarted | run again | seconds lost | learning |",
            "| --- | --- | --- | --- | ---: | ---: | --- |"]
     for r in results.rows:
         restarted = ", ".join(f"{role} x{n}" for role, n in r.restarts.items()) or "nothing"
-        again = "" if r.functions_run_again is None else str(r.functions_run_again)
+        again = ("" if r.functions_run_again is None else f"{r.functions_run_again} functions") or \
+                ("" if r.steps_redone is None else f"{r.steps_redone} steps")
         lost = "" if r.seconds_lost is None else f"{r.seconds_lost:.1f}"
         out.append(f"| {r.program} | {r.kind} (`{r.fault}`) | {'yes' if r.survived else 'no'} | {restarted} | "
                    f"{again} | {lost} | {r.learning} |")

@@ -287,7 +287,7 @@ def fault_plan(s: Settings, options: Options, texts: Sequence[str], backend: str
     why_not = {role: program.why_not_restarted(role) for role in cluster}
     return FaultPlan(faults, tuple(r for r in cluster if not why_not[r]), {r: w for r, w in why_not.items() if w},
                      retryable_codes(s.retryable_exit_codes), s.backoff_limit, s.restart_backoff_s,
-                     program.rerun_marker, program.resumes_whole and backend in ("local", "hosts"), s.notice_grace_s)
+                     program.rerun_marker, program.resumes_whole and backend in ("local", "hosts"))
 
 
 def check_backend(backend: str, isolation: str, tuning: Tuning, link: str = "none",

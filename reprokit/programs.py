@@ -100,10 +100,10 @@ class Program:
 
     @property
     def resumes_whole(self) -> bool:
-        """Its cluster survives a preemption notice only as a whole: sent SIGTERM, any worker makes
-        every worker save a checkpoint after the same step and exit (tf2-mirrored's
-        PreemptionCheckpointHandler), and the cluster started again resumes from it. No single
-        role of it is restarted (reprokit.run.faults)."""
+        """Its cluster survives a lost worker only as a whole: every role started again resumes
+        from the cluster's last checkpoint. A preemption notice (SIGTERM) to any worker makes every
+        worker save one after the same step and exit (tf2-mirrored's PreemptionCheckpointHandler),
+        so that nothing is run again. No single role of it is restarted (reprokit.run.faults)."""
         return self.shape == ALL_REDUCE
 
     @property
@@ -123,9 +123,9 @@ class Program:
                         "a checkpoint, which the kit does not do yet")
             return ""  # a worker: the coordinator puts its functions back and uses it again once it serves
         if self.shape == ALL_REDUCE:
-            return ("every step's all-reduce needs every worker, and a worker lost without a notice saved "
-                    "nothing to resume from: only a preemption notice (SIGTERM) makes every worker save a "
-                    "checkpoint and exit, and the cluster is then restarted as a whole")
+            return ("every step's all-reduce needs every worker: a lost one is taken back only with the whole "
+                    "cluster, restarted from its last checkpoint, which the kit does on the local and hosts "
+                    "backends")
         return (f"the {self.name} program's client runs every step as one session call across the cluster, "
                 "and a restarted server holds none of the step's state; the program saves its first checkpoint "
                 "at step 0 and the next at its end, so there is nothing to start again from")

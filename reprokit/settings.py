@@ -60,7 +60,6 @@ class Settings:
     retryable_exit_codes: str
     backoff_limit: int
     restart_backoff_s: float
-    notice_grace_s: float
 
     @property
     def watchdog(self) -> Watchdog:

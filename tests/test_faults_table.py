@@ -51,14 +51,17 @@ def results(*rows: Row) -> FaultsResults:
 
 
 SURVIVED = Row("tf2-ps", "worker killed", "kill:worker1@20", True, "runs/a", "SAME", {"worker1": 1}, 4.25, 2)
+RESUMED = Row("tf2-mirrored", "worker killed", "kill:worker1@20", True, "runs/c", "SAME", {"cluster": 1}, 9.0,
+              steps_redone=21)
 FAILED = Row("lesson", "ps killed", "kill:ps@20", False, "runs/b",
              why="ps role exited with code -9 while the client was running\n  last lines of ps.log: ...")
 
 
 def test_the_table_says_what_was_restarted_and_what_it_cost():
-    lines = table_lines(results(SURVIVED, FAILED))
-    assert "| tf2-ps | worker killed (`kill:worker1@20`) | yes | worker1 x1 | 2 | 4.2 | SAME |" == lines[2]
-    assert "| lesson | ps killed (`kill:ps@20`) | no | nothing |  |  | not judged |" == lines[3]
+    lines = table_lines(results(SURVIVED, RESUMED, FAILED))
+    assert "| tf2-ps | worker killed (`kill:worker1@20`) | yes | worker1 x1 | 2 functions | 4.2 | SAME |" == lines[2]
+    assert "| tf2-mirrored | worker killed (`kill:worker1@20`) | yes | cluster x1 | 21 steps | 9.0 | SAME |" == lines[3]
+    assert "| lesson | ps killed (`kill:ps@20`) | no | nothing |  |  | not judged |" == lines[4]
 
 
 def test_the_report_gives_each_failed_run_its_reason_without_the_log_excerpt():

@@ -11,7 +11,7 @@ from reprokit.judge import checks
 from reprokit.judge import rules as ruleslib
 from reprokit.judge.checks import Summary, Verdict
 from reprokit.judge.evaluation import eval_verdicts
-from reprokit.judge.logs import LogRecord, parse_log, step_fields
+from reprokit.judge.logs import LogRecord, parse_log, resumed_log, step_fields
 from reprokit.judge.speed import RunSpeed, run_speed
 from reprokit.names import (
     EVAL_RULES,
@@ -53,7 +53,7 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
     for mode in run.modes:
         main = trained.main_role(mode)
         paths = incarnation_logs(run_dir, main) or [log_path(run_dir, main)]
-        records[mode] = [record for path in paths if path.is_file() for record in parse_log(path, main)]
+        records[mode] = resumed_log(paths, main) if paths[0].is_file() else []
         context = {**ruleslib.run_context(mode, run.steps, run.workers), "incarnations": len(paths)}
         verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
                                       sources=paths, program=run.program)

@@ -15,7 +15,7 @@ the trainer's text as the article shows it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -128,6 +128,21 @@ def parse_log(path: Path, role: str) -> list[LogRecord]:
     for number, raw in enumerate(lines, start=1):
         kind, fields, text, logged_at = parse_line(raw.rstrip("\r"))
         records.append(LogRecord(path, number, role, text, kind, fields, logged_at))
+    return records
+
+
+def resumed_log(paths: Sequence[Path], role: str) -> list[LogRecord]:
+    """The logs of a role's incarnations (a cluster restarted as a whole) read as one run: each
+    incarnation's lines up to its first step line that the next incarnation logged again, since it
+    resumed from a checkpoint taken before that step; the next one's lines from there."""
+    logs = [parse_log(path, role) for path in paths]
+    records: list[LogRecord] = []
+    for number, log in enumerate(logs):
+        resumed = next((r.step.step for later in logs[number + 1:] for r in later if r.step is not None), None)
+        for record in log:
+            if resumed is not None and record.step is not None and record.step.step >= resumed:
+                break
+            records.append(record)
     return records
 
 

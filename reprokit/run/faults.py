@@ -9,11 +9,12 @@ run fails as before. Only the roles the program can take back are restarted (`Pr
 a TF1 session or an all-reduce ring cannot take a restarted worker into its running step, and a
 restart there would only turn a clear failure into a hang.
 
-An all-reduce cluster is restarted as a whole instead (`Program.resumes_whole`): a preemption
-notice (SIGTERM) to any worker makes every worker save a checkpoint and exit with 143, and once the
-main role has ended with a retryable code, every role is stopped and started again as its next
-incarnation, which resumes from that checkpoint. A worker that ends while the main role trains on
-past the plan's `notice_grace_s` was lost without a notice: nothing was saved, and the run fails saying so.
+An all-reduce cluster is restarted as a whole instead (`Program.resumes_whole`): once any of its
+roles has ended with a retryable code, every role is stopped and, after the backoff, started again
+as its next incarnation, which resumes from the cluster's last checkpoint. A preemption notice
+(SIGTERM) to a worker makes every worker save one after the same step and exit with 143, so that
+nothing is redone; a worker lost without a notice leaves the last checkpoint the program saved
+before, or none, and the steps since are run again (`steps_redone` in the summary).
 
 Each incarnation of a role writes a log of its own (worker1.log, then worker1.2.log, ...), so
 nothing is overwritten. `Recovery` is what the runner consults while it watches the run; its
@@ -102,14 +103,13 @@ class FaultPlan:
     backoff_s: float  # seconds from a death to its restart (invoke.yaml)
     rerun_marker: str  # the main role's log line for a function run again (Program.rerun_marker), or ''
     whole: bool  # the cluster is restarted as a whole, from its checkpoint (Program.resumes_whole)
-    notice_grace_s: float  # whole: how long the main role may take to follow a worker's end (invoke.yaml)
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> FaultPlan:
         """The plan as `dataclasses.asdict` wrote it into the supervisor's plan file."""
         return cls(tuple(Fault(**f) for f in data["faults"]), tuple(data["restartable"]), dict(data["why_not"]),
                    tuple(data["retryable"]), int(data["backoff_limit"]), float(data["backoff_s"]),
-                   str(data["rerun_marker"]), bool(data["whole"]), float(data["notice_grace_s"]))
+                   str(data["rerun_marker"]), bool(data["whole"]))
 
     def refusal(self, role: str, code: int, restarts: int) -> str:
         """'' when a role that ended with ``code`` after ``restarts`` restarts is restarted (alone, or
@@ -145,7 +145,7 @@ class Restartable(RoleHandle, Protocol):
 
 # No fault, and no role restarted: the runs of the bench, the sweep and the mutants, and every
 # backend that is not told otherwise.
-NO_FAULTS = FaultPlan((), (), {}, (), 0, 0.0, "", False, 0.0)
+NO_FAULTS = FaultPlan((), (), {}, (), 0, 0.0, "", False)
 
 
 @dataclass
@@ -171,7 +171,7 @@ class Recovery:
     due: dict[str, float] = field(default_factory=dict)  # role -> when its restart may start
     waiting: set[str] = field(default_factory=set)  # restarted servers not yet serving
     ended: dict[str, int] = field(default_factory=dict)  # whole: roles ended since the last restart, their codes
-    notice_until: float | None = None  # whole: when the main role must have followed a worker's end
+    restarted_at: list[int] = field(default_factory=list)  # whole: len(step_times) at each restart
     step_times: list[tuple[int, float]] = field(default_factory=list)
 
     def _note(self, role: str, what: str, detail: str = "") -> None:
@@ -189,7 +189,7 @@ class Recovery:
 
     def on_death(self, role: str, code: int) -> str:
         """A role other than the main one ended with ``code``: '' if it will be restarted (alone,
-        or with its cluster once the main role has ended too), else why not."""
+        or with its whole cluster at once: `whole_due`), else why not."""
         restarts = self.restarts.get(role, 0)
         refusal = self.plan.refusal(role, code, restarts)
         self._note(role, "exited", f"exit code {exit_status(code)}")
@@ -198,7 +198,6 @@ class Recovery:
             return refusal
         if self.plan.whole:
             self.ended[role] = code
-            self.notice_until = self.notice_until or time.monotonic() + self.plan.notice_grace_s
         else:
             self.due[role] = time.monotonic() + self.plan.backoff_s
         return ""
@@ -206,15 +205,10 @@ class Recovery:
     def pending(self, role: str) -> bool:
         return role in self.due or role in self.ended
 
-    def lost_without_notice(self) -> tuple[str, str] | None:
-        """whole: a role that ended while the main role trained on past the grace, and why the
-        cluster is not restarted; None while there is none."""
-        if self.notice_until is None or time.monotonic() < self.notice_until:
-            return None
-        role = next(iter(self.ended))
-        why = self.plan.why_not.get(role) or f"the {role} role ended without a notice"
-        self._note(role, "not restarted", why)
-        return role, why
+    @property
+    def whole_due(self) -> bool:
+        """whole: a role has ended with a retryable code, and the cluster is to be restarted now."""
+        return bool(self.ended)
 
     def on_main_exit(self, role: str, code: int) -> str | None:
         """The main role ended with ``code``, not 0: None where the plan does not restart the cluster
@@ -240,8 +234,9 @@ class Recovery:
             self.handles[role] = self.handles[role].again(self.restarts[role] + 1)
         restarts = max(self.restarts.values())
         self._note("cluster", "restarted", f"every role, incarnation {restarts + 1} (restart {restarts} of at most "
-                                           f"{self.plan.backoff_limit}), resuming from the checkpoint it saved")
-        self.ended, self.notice_until = {}, None
+                                           f"{self.plan.backoff_limit}), from the cluster's last checkpoint, if any")
+        self.ended = {}
+        self.restarted_at.append(len(self.step_times))
         return list(self.handles.values())
 
     def incarnation(self, role: str) -> int:
@@ -270,6 +265,17 @@ class Recovery:
                 self.waiting.discard(role)
                 self._note(role, "serving", f"{handle.spec.address} answers again")
 
+    def steps_redone(self) -> int:
+        """whole: the steps run again after the restarts, at least: from the step lines (every
+        10th step), those from each incarnation's first logged step up to the last one logged
+        before it, which the checkpoint it resumed from did not hold."""
+        redone, bounds = 0, [0, *self.restarted_at, len(self.step_times)]
+        for before, at, after in zip(bounds, bounds[1:], bounds[2:]):
+            if before < at < after:
+                last, first = self.step_times[at - 1][0], self.step_times[at][0]
+                redone += max(0, last + 1 - first)
+        return redone
+
     def summary(self, main_log: Path) -> dict[str, Any]:
         """The timeline and what the faults cost: restarts per role, and the seconds the main role's
         steps after the first fault took beyond its pace before it (the median seconds per step
@@ -292,6 +298,8 @@ class Recovery:
             (s0, t0), (s1, t1) = after[0], after[-1]
             result["pace_s_per_step"] = round(pace, 4)
             result["seconds_lost"] = round(max(0.0, (t1 - t0) - (s1 - s0) * pace), 1)
+        if self.restarted_at:
+            result["steps_redone"] = self.steps_redone()
         if self.plan.rerun_marker:
             try:
                 result["functions_run_again"] = main_log.read_text(errors="replace").count(self.plan.rerun_marker)

@@ -177,10 +177,11 @@ class Runner:
         try:
             self._start_all()
             code = self._watch()
-            while code != 0:
-                refusal = self.recovery.on_main_exit(self.main, code) if self.recovery is not None else None
-                if refusal is None or refusal:
-                    raise _Died(self.main, f"and was not restarted: {refusal}" if refusal else "")
+            while code != 0:  # None: another role ended, and the cluster is restarted as a whole
+                if code is not None:
+                    refusal = self.recovery.on_main_exit(self.main, code) if self.recovery is not None else None
+                    if refusal is None or refusal:
+                        raise _Died(self.main, f"and was not restarted: {refusal}" if refusal else "")
                 self._restart_all()
                 code = self._watch()
             ok = True
@@ -280,9 +281,10 @@ class Runner:
                                    f"free space where {log_path(self.run_dir, name)} is, then run again; "
                                    "the run was stopped rather than left to block on its output")
 
-    def _watch(self) -> int:
-        """Wait for the main role; fail as soon as another role dies (servers first: a dead
-        worker makes the client fail too, and the worker is the cause) or the run stalls."""
+    def _watch(self) -> int | None:
+        """Wait for the main role, and return its exit code; fail as soon as another role dies
+        (servers first: a dead worker makes the client fail too, and the worker is the cause) or
+        the run stalls; None when another role's end restarts the cluster as a whole."""
         last_line, gaps, last_step = time.monotonic(), [], None
         last_sample = 0.0
         while True:
@@ -291,9 +293,8 @@ class Runner:
                 code = handle.returncode()
                 if name != self.main and code is not None and not (handle.spec.ends_itself and code == 0):
                     self._answer_death(name, code)
-            lost = self.recovery.lost_without_notice() if self.recovery is not None else None
-            if lost is not None:
-                raise _Died(lost[0], f"while the {self.main} trained on; not restarted: {lost[1]}")
+            if self.recovery is not None and self.recovery.whole_due:
+                return None
             self._check_pumps()
             now = time.monotonic()
             steps = self._progress()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.judge.logs import LogError, StepFields, parse_line, parse_log, step_fields
+from reprokit.judge.logs import LogError, StepFields, parse_line, parse_log, resumed_log, step_fields
 from tests.support import REPO
 from tests.support import SAMPLES as ALL_SAMPLES
 
@@ -126,3 +126,23 @@ def test_a_record_says_where_it_is_as_path_colon_line() -> None:
     """``where`` is the form an editor opens."""
     record = parse_log(ARTICLE / "cluster.log", "client")[2]
     assert f"{ARTICLE / 'cluster.log'}:3" == record.where
+
+
+def test_a_resumed_log_drops_the_steps_the_next_incarnation_ran_again(tmp_path: Path) -> None:
+    """worker0 logged steps 0 to 30, was lost, and its next incarnation resumed from step 20's
+    checkpoint: read as one run, the log has steps 0, 10, then 20 to 50 from the second, and each
+    incarnation's header line."""
+    def log(name: str, steps: range) -> Path:
+        lines = ["Filling shuffle buffer with 20000 CIFAR records before starting to train."]
+        lines += [f"2026-12-07 05:00:00.000000: step {s}, loss = 4.60 (900.0 examples/sec; 0.142 sec/batch)"
+                  for s in steps]
+        path = tmp_path / name
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+    paths = [log("worker0.log", range(0, 40, 10)), log("worker0.2.log", range(20, 60, 10))]
+    records = resumed_log(paths, "worker0")
+    assert [0, 10, 20, 30, 40, 50] == [f.step for f in step_fields(records)]
+    assert [paths[0]] * 2 + [paths[1]] * 4 == [r.path for r in records if r.step is not None]
+    assert 2 == sum(r.text.startswith("Filling shuffle buffer") for r in records)
+    assert parse_log(paths[0], "worker0") == resumed_log(paths[:1], "worker0")  # one incarnation: its log
