@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from reprokit.judge.logs import LogError, StepFields, parse_line, parse_log, resumed_log, step_fields
+from reprokit.judge.logs import (
+    LogError,
+    StepFields,
+    parse_line,
+    parse_log,
+    resumed_log,
+    step_fields,
+)
 from tests.support import REPO
 from tests.support import SAMPLES as ALL_SAMPLES
 
