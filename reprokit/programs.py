@@ -71,6 +71,9 @@ class Program:
     shape: str  # SESSION, ALL_REDUCE or COORDINATOR
     placement: str  # where its cluster trainer asks its variables to live and its ops to run
     levers: tuple[Lever, ...] = ()
+    # Its cluster survives a lost worker only as a whole: every role started again resumes from the
+    # cluster's last checkpoint (reprokit.run.faults). No single role of it is restarted.
+    resumes_whole: bool = False
 
     def lever_flags(self, names: Sequence[str]) -> tuple[str, ...]:
         """The cluster trainer's flags for the levers ``names``; a KitError for a lever it lacks."""
@@ -99,14 +102,6 @@ class Program:
         return cluster_role_names(workers)
 
     @property
-    def resumes_whole(self) -> bool:
-        """Its cluster survives a lost worker only as a whole: every role started again resumes
-        from the cluster's last checkpoint. A preemption notice (SIGTERM) to any worker makes every
-        worker save one after the same step and exit (tf2-mirrored's PreemptionCheckpointHandler),
-        so that nothing is run again. No single role of it is restarted (reprokit.run.faults)."""
-        return self.shape == ALL_REDUCE
-
-    @property
     def rerun_marker(self) -> str:
         """The main role's log line for a function run again after a lost worker ('' if it has none)."""
         return PUT_BACK if self.shape == COORDINATOR else ""
@@ -116,16 +111,15 @@ class Program:
         why a restart would not help, told where the run fails."""
         if role in (STANDALONE, self.main_role("cluster")):
             return f"the {role} runs the training loop: the run is its run"
+        if self.resumes_whole:
+            return ("a lost role is taken back only with the whole cluster, restarted from its last checkpoint, "
+                    "which the kit does on the local and hosts backends")
         if self.shape == COORDINATOR:
             if role == PS:
                 return ("the ps holds the variables, and ParameterServerStrategy's coordinator ends with "
                         "UnavailableError when it is lost; taking it back needs the cluster restarted from "
                         "a checkpoint, which the kit does not do yet")
             return ""  # a worker: the coordinator puts its functions back and uses it again once it serves
-        if self.shape == ALL_REDUCE:
-            return ("every step's all-reduce needs every worker: a lost one is taken back only with the whole "
-                    "cluster, restarted from its last checkpoint, which the kit does on the local and hosts "
-                    "backends")
         return (f"the {self.name} program's client runs every step as one session call across the cluster, "
                 "and a restarted server holds none of the step's state; the program saves its first checkpoint "
                 "at step 0 and the next at its end, so there is nothing to start again from")
@@ -181,6 +175,12 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in (
             "tf.train.replica_device_setter puts every variable on the ps and leaves each tower's ops on its "
             "own worker: a worker reads the model from the ps, computes its batch's gradients on its CPU and "
             "sends them back; the update is applied on the ps, beside the variables."),
+    # The lesson with a checkpoint every few steps and a session that restores the last one: the TF1
+    # way of surviving a lost worker or ps (docs/faults.md); its standalone is the lesson's.
+    Program("lesson-resumable", "cifar10_lesson_standalone_train.py", "cifar10_lesson_resumable_train.py",
+            SESSION, "As the lesson's: tf.train.replica_device_setter puts every variable on the ps; and every "
+            "10 steps the client saves them, and restores the last save when the cluster is started again.",
+            resumes_whole=True),
     Program("tf2-mirrored", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py", ALL_REDUCE,
             "MultiWorkerMirroredStrategy gives every worker its own copy of every variable, on its own CPU; "
             "each worker computes its batch's gradients there, a collective all-reduce sums them over the "
@@ -188,7 +188,7 @@ PROGRAMS: dict[str, Program] = {p.name: p for p in (
             # The all-reduce in packs of 256 KiB (4 packs of the model's 4.27 MB of gradients) instead
             # of one after the whole backward pass, so that the first packs can go while the rest is
             # computed.
-            (Lever("pack", ("--bytes_per_pack=262144",)),)),
+            (Lever("pack", ("--bytes_per_pack=262144",)),), resumes_whole=True),
     Program("tf2-ps", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py", COORDINATOR,
             "ParameterServerStrategy creates every variable on a ps (round-robin over the ps tasks; here "
             "there is one). The coordinator only schedules: each step runs on a free worker's CPU, which "

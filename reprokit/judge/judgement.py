@@ -54,7 +54,8 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
         main = trained.main_role(mode)
         paths = incarnation_logs(run_dir, main) or [log_path(run_dir, main)]
         records[mode] = resumed_log(paths, main) if paths[0].is_file() else []
-        context = {**ruleslib.run_context(mode, run.steps, run.workers), "incarnations": len(paths)}
+        context = ruleslib.run_context(mode, run.steps, run.workers)
+        context.update(incarnations=len(paths), tower_starts=context["towers"] * len(paths))
         verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
                                       sources=paths, program=run.program)
         evaluated = eval_log(run_dir, mode)

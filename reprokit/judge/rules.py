@@ -272,7 +272,8 @@ def article_context(mode: str, workers: int) -> dict[str, int]:
     one process, which the judge counts again for a cluster restarted as a whole."""
     if mode not in MODES:
         raise RulesError(f"unknown mode {mode!r}; expected one of {MODES}")
-    return {"towers": 1 if mode == "standalone" else workers, "incarnations": 1}
+    towers = 1 if mode == "standalone" else workers
+    return {"towers": towers, "incarnations": 1, "tower_starts": towers}
 
 
 def run_context(mode: str, max_steps: int, workers: int) -> dict[str, int]:

@@ -88,8 +88,10 @@ def faults_lines(results: RunResults) -> list[str]:
         if again is not None:
             cost += f"; the coordinator put {again} function{'' if again == 1 else 's'} back, to run again"
         redone = recovery.get("steps_redone")
-        if redone is not None:
+        if redone:
             cost += f"; at least {redone} step{'' if redone == 1 else 's'} ran again, from the last checkpoint"
+        elif redone is not None:
+            cost += "; no logged step ran again: it resumed from its last checkpoint"
         lines += [f"The {mode} run: faults {', '.join(recovery.get('faults') or []) or 'none'}; "
                   f"restarted: {restarted or 'no role'}{cost}.", "",
                   "| seconds | last logged step | role | what | detail |", "| ---: | ---: | --- | --- | --- |"]

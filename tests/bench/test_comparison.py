@@ -112,14 +112,14 @@ def test_an_unknown_tuning_is_refused_naming_the_known_ones() -> None:
 
 
 def test_every_program_but_the_articles_gets_one_row_with_its_defaults() -> None:
-    assert ["article/default", "article/tuned", "lesson/default", "tf2-mirrored/default", "tf2-ps/default"] \
-        == rows_of("all", "default,tuned")
+    assert ["article/default", "article/tuned", "lesson/default", "lesson-resumable/default", "tf2-mirrored/default",
+            "tf2-ps/default"] == rows_of("all", "default,tuned")
     assert ["tf2-ps/default", "lesson/default"] == rows_of("tf2-ps,lesson,tf2-ps", "default,tuned")
 
 
 def test_the_tf2_programs_share_one_standalone_run_as_they_share_its_trainer_file() -> None:
-    assert {"article": "article", "lesson": "lesson", "tf2-mirrored": "tf2-mirrored", "tf2-ps": "tf2-mirrored"} \
-        == standalone_runners(rows_for(program_list("all")))
+    assert {"article": "article", "lesson": "lesson", "lesson-resumable": "lesson", "tf2-mirrored": "tf2-mirrored",
+            "tf2-ps": "tf2-mirrored"} == standalone_runners(rows_for(program_list("all")))
     assert {"tf2-ps": "tf2-ps", "tf2-mirrored": "tf2-ps"} == standalone_runners(rows_for(["tf2-ps", "tf2-mirrored"]))
 
 
@@ -134,7 +134,7 @@ def test_a_repetition_runs_each_standalone_then_the_clusters_it_is_the_baseline_
     rows = rows_for(program_list("all"), tuning_list("default,tuned"))
     rep = _repetition(bench, rows, 2, False, None)  # type: ignore[arg-type]  # the fake has Bench's two calls
     assert [("standalone", "article"), ("cluster", "article"), ("cluster", "article/tuned"),
-            ("standalone", "lesson"), ("cluster", "lesson"),
+            ("standalone", "lesson"), ("cluster", "lesson"), ("cluster", "lesson-resumable"),
             ("standalone", "tf2-mirrored"), ("cluster", "tf2-mirrored"), ("cluster", "tf2-ps"),
             ("ceiling", "tf2-mirrored")] == bench.calls
     assert rep.standalone["tf2-ps"] is rep.standalone["tf2-mirrored"]

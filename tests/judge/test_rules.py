@@ -317,12 +317,13 @@ def test_the_last_logged_step_is_the_last_multiple_of_ten_below_max_steps(
     max_steps: int, expected: int
 ) -> None:
     """The loop runs steps 0..max_steps-1 and logs when step % 10 == 0."""
-    assert {"towers": 2, "incarnations": 1, "last_logged_step": expected} == run_context("cluster", max_steps, 2)
+    assert {"towers": 2, "incarnations": 1, "tower_starts": 2, "last_logged_step": expected} == \
+        run_context("cluster", max_steps, 2)
 
 
 def test_towers_are_one_alone_and_one_per_worker_on_the_cluster() -> None:
     """Each worker tower builds its own input pipeline; a log is one process's."""
-    assert ({"towers": 1, "incarnations": 1}, {"towers": 3, "incarnations": 1}) \
+    assert ({"towers": 1, "incarnations": 1, "tower_starts": 1}, {"towers": 3, "incarnations": 1, "tower_starts": 3}) \
         == (article_context("standalone", 2), article_context("cluster", workers=3))
 
 

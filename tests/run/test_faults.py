@@ -338,3 +338,27 @@ def test_tf2_mirrored_preempted_resumes_with_exactly_the_planned_steps(tmp_path:
     assert result.learning is not None
     report = (run_dir / "report.md").read_text()
     assert "term:worker1@20; restarted: cluster 1 time;" in report and "| cluster | restarted |" in report
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_the_resumable_lesson_survives_a_killed_ps_from_its_last_checkpoint(tmp_path: Path, kit_inputs: KitInputs):
+    """The faults issue's TF1 way: the ps killed after step 20 holds every variable, and nothing of
+    it survives; the kit restarts the cluster, the client restores its last checkpoint into the new
+    ps and goes on, so that each planned step is logged once and at most the steps since that
+    checkpoint (checkpoint_every, 10) ran again."""
+    settings = kit_settings(tmp_path, kit_inputs)
+    options = kit_options(settings.quick_steps, program="lesson-resumable", run_id="resumed")
+    backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog,
+                             fault_plan(settings, options, ["kill:ps@20"], "local"))
+    result = reproduce(settings, options, backend, lambda line: None)
+    assert result.passed, result.error
+    run_dir = result.run_dir
+    recovery = json.loads((run_dir / "results.json").read_text())["modes"]["cluster"]["outcome"]["recovery"]
+    assert {"cluster": 1} == recovery["restarts"] and recovery["steps_redone"] <= 10
+    first, second = (log_path(run_dir, "client", n).read_text() for n in (1, 2))
+    # The checkpoint of step 20, or of step 10 when the kill came while step 20's was being saved.
+    assert re.search(rf"Resuming from {run_dir / 'train_cluster'}/model\.ckpt-(10|20)\n", second), second
+    steps = [int(step) for text in (first, second) for step in STEP_LINE.findall(text)]
+    assert list(range(0, settings.quick_steps, 10)) == steps
+    assert "serving /job:ps/task:0" in log_path(run_dir, "ps", 2).read_text()

@@ -42,14 +42,16 @@ def test_series_lists_the_articles_patches_then_the_lessons_then_tf2_apart():
     """patches/series gives the order: the article's standalone and cluster patches, then the
     lesson's, in a folder of their own, each stacked on the article's trainer of its mode, then
     today's TensorFlow, in a folder of its own: the port of the lesson's standalone trainer, and
-    each strategy stacked on that port."""
+    each strategy stacked on that port; then surviving a lost worker, stacked on the lesson's
+    cluster trainer."""
     assert ["cifar10_standalone_train.patch", "cifar10_cluster_train.patch",
             "lesson/cifar10_lesson_standalone_train.patch", "lesson/cifar10_lesson_cluster_train.patch",
             "tf2/cifar10_tf2_standalone_train.patch", "tf2/cifar10_tf2_mirrored_train.patch",
-            "tf2/cifar10_tf2_ps_train.patch"] == SERIES
+            "tf2/cifar10_tf2_ps_train.patch", "faults/cifar10_lesson_resumable_train.patch"] == SERIES
     assert ["cifar10_standalone_train.py", "cifar10_cluster_train.py"] == [real(n).source_name for n in LESSON]
     assert ["cifar10_lesson_standalone_train.py", "cifar10_tf2_standalone_train.py",
-            "cifar10_tf2_standalone_train.py"] == [real(n).source_name for n in SERIES[4:]]
+            "cifar10_tf2_standalone_train.py", "cifar10_lesson_cluster_train.py"] == \
+        [real(n).source_name for n in SERIES[4:]]
 
 
 def test_standalone_patch_turns_the_trainer_into_the_standalone_trainer_in_one_hunk():
@@ -74,7 +76,7 @@ def test_every_real_patch_has_a_complete_dep3_header(name):
     assert [] == [f for f in patchlib.REQUIRED_FIELDS if not patch.fields.get(f)]
     assert "not-needed" == patch.fields["Forwarded"]
     assert patch.summary.startswith("The lesson" if name in LESSON else "Today's TensorFlow" if name.startswith("tf2/")
-                                    else "The article's ")
+                                    else "Surviving a lost worker" if name.startswith("faults/") else "The article's ")
 
 
 @pytest.mark.parametrize("name", LESSON)

@@ -18,9 +18,9 @@ def test_every_trainer_a_program_runs_is_one_the_series_makes() -> None:
     assert set() == {p.trainer(mode) for p in PROGRAMS.values() for mode in MODES} - made
 
 
-def test_the_programs_are_the_four_the_kit_teaches_and_the_help_names_each() -> None:
-    assert ["article", "lesson", "tf2-mirrored", "tf2-ps"] == list(PROGRAMS)
-    assert "article, lesson, tf2-mirrored or tf2-ps" == NAMES
+def test_the_programs_are_the_five_the_kit_teaches_and_the_help_names_each() -> None:
+    assert ["article", "lesson", "lesson-resumable", "tf2-mirrored", "tf2-ps"] == list(PROGRAMS)
+    assert "article, lesson, lesson-resumable, tf2-mirrored or tf2-ps" == NAMES
     assert all(name == p.name for name, p in PROGRAMS.items())
 
 
@@ -50,7 +50,10 @@ def test_the_main_role_is_the_one_that_logs_the_steps() -> None:
         PROGRAMS["article"].main_role("standalone"), PROGRAMS["article"].main_role("cluster"),
         PROGRAMS["lesson"].main_role("cluster"), PROGRAMS["tf2-mirrored"].main_role("cluster"),
         PROGRAMS["tf2-ps"].main_role("cluster")]
-    assert [False, False, False, True] == [p.asynchronous for p in PROGRAMS.values()]
+    assert [False, False, False, False, True] == [p.asynchronous for p in PROGRAMS.values()]
+    # Restarted as a whole, from the cluster's last checkpoint: the lesson made resumable, and the
+    # all-reduce, whose PreemptionCheckpointHandler saves one on a preemption notice.
+    assert ["lesson-resumable", "tf2-mirrored"] == [p.name for p in PROGRAMS.values() if p.resumes_whole]
 
 
 def test_the_lesson_programs_trainers_are_stacked_on_the_articles() -> None:
@@ -58,6 +61,10 @@ def test_the_lesson_programs_trainers_are_stacked_on_the_articles() -> None:
     walked = series.walk(REPO / "upstream", REPO / "patches", strict=True)
     assert {mode: PROGRAMS["article"].trainer(mode) for mode in MODES} == {
         mode: walked.making(PROGRAMS["lesson"].trainer(mode))[0].source_name for mode in MODES}
+    # The resumable lesson: the lesson's standalone, and its cluster trainer with checkpoints.
+    resumable = PROGRAMS["lesson-resumable"]
+    assert resumable.standalone == PROGRAMS["lesson"].standalone
+    assert PROGRAMS["lesson"].cluster == walked.making(resumable.cluster)[0].source_name
 
 
 def test_every_help_text_and_setting_that_takes_programs_names_each_of_them() -> None:

@@ -15,7 +15,8 @@ from tests.support import REPO, read_lines
 TRAINER = "cifar10_multi_gpu_train.py"
 SERIES = ["cifar10_standalone_train.patch", "cifar10_cluster_train.patch",
           "cifar10_lesson_standalone_train.patch", "cifar10_lesson_cluster_train.patch",
-          "cifar10_tf2_standalone_train.patch", "cifar10_tf2_mirrored_train.patch", "cifar10_tf2_ps_train.patch"]
+          "cifar10_tf2_standalone_train.patch", "cifar10_tf2_mirrored_train.patch", "cifar10_tf2_ps_train.patch",
+          "cifar10_lesson_resumable_train.patch"]
 
 
 def edit_line(path: Path, index: int, text: str) -> None:
@@ -36,12 +37,12 @@ def test_the_strict_walk_applies_every_patch_in_series_order_stacking_the_lesson
 
 
 def test_the_strict_walk_holds_upstreams_files_as_they_are_then_each_made_file() -> None:
-    """The files are upstream's *.py, byte for byte, then the seven trainers in series order."""
+    """The files are upstream's *.py, byte for byte, then the eight trainers in series order."""
     walked = series.walk(REPO / "upstream", REPO / "patches", strict=True)
     upstream = sorted(p.name for p in (REPO / "upstream").glob("*.py"))
     made = ["cifar10_standalone_train.py", "cifar10_cluster_train.py", "cifar10_lesson_standalone_train.py",
             "cifar10_lesson_cluster_train.py", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py",
-            "cifar10_tf2_ps_train.py"]
+            "cifar10_tf2_ps_train.py", "cifar10_lesson_resumable_train.py"]
     assert upstream + made == list(walked.files)
     assert (REPO / "upstream" / "cifar10.py").read_text() == walked.files["cifar10.py"]
 

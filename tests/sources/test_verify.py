@@ -21,10 +21,11 @@ CHECK_NAMES = [
     "parse cifar10_tf2_standalone_train.patch", "strict cifar10_tf2_standalone_train.patch",
     "parse cifar10_tf2_mirrored_train.patch", "strict cifar10_tf2_mirrored_train.patch",
     "parse cifar10_tf2_ps_train.patch", "strict cifar10_tf2_ps_train.patch",
+    "parse cifar10_lesson_resumable_train.patch", "strict cifar10_lesson_resumable_train.patch",
     "state cifar10_standalone_train.patch", "state cifar10_cluster_train.patch",
     "state cifar10_lesson_standalone_train.patch", "state cifar10_lesson_cluster_train.patch",
     "state cifar10_tf2_standalone_train.patch", "state cifar10_tf2_mirrored_train.patch",
-    "state cifar10_tf2_ps_train.patch",
+    "state cifar10_tf2_ps_train.patch", "state cifar10_lesson_resumable_train.patch",
     "expected_logs",
 ]
 
@@ -64,7 +65,8 @@ def test_the_state_checks_say_applied_after_apply(kit, settings_for):
     states = [c.detail for c in run_checks(s) if c.name.startswith("state ")]
     assert [f"applied (patched/{name})" for name in ("cifar10_standalone_train.py", "cifar10_cluster_train.py",
             "cifar10_lesson_standalone_train.py", "cifar10_lesson_cluster_train.py",
-            "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py", "cifar10_tf2_ps_train.py")] == states
+            "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py", "cifar10_tf2_ps_train.py",
+            "cifar10_lesson_resumable_train.py")] == states
 
 
 def test_a_drifted_upstream_file_fails_its_check_naming_the_file(kit, settings_for):

@@ -14,7 +14,8 @@ from tests.support import read_lines
 
 TRAINER = "cifar10_multi_gpu_train.py"
 ALL_FILES = ["cifar10.py", "cifar10_cluster_train.py", "cifar10_eval.py", "cifar10_input.py",
-             "cifar10_lesson_cluster_train.py", "cifar10_lesson_standalone_train.py", TRAINER,
+             "cifar10_lesson_cluster_train.py", "cifar10_lesson_resumable_train.py",
+             "cifar10_lesson_standalone_train.py", TRAINER,
              "cifar10_standalone_train.py", "cifar10_tf2_mirrored_train.py", "cifar10_tf2_ps_train.py",
              "cifar10_tf2_standalone_train.py"]
 
@@ -273,11 +274,11 @@ def test_a_patch_of_a_file_upstream_lacks_is_refused(kit, patch_sample):
 def test_states_say_not_applied_then_applied_then_conflicting(kit, out):
     """Each patch's state follows the folder: absent, current, then edited by hand."""
     args = (kit / "upstream", kit / "patches", out)
-    assert ["not applied"] * 7 == [s.state for s in workspace.states(*args)]
+    assert ["not applied"] * 8 == [s.state for s in workspace.states(*args)]
     apply(kit)
-    assert ["applied"] * 7 == [s.state for s in workspace.states(*args)]
+    assert ["applied"] * 8 == [s.state for s in workspace.states(*args)]
     (out / "cifar10_cluster_train.py").write_text("edited\n")
     standalone, cluster, *stacked = workspace.states(*args)
-    assert ("applied", "conflicting", ["applied"] * 5) == (standalone.state, cluster.state,
+    assert ("applied", "conflicting", ["applied"] * 6) == (standalone.state, cluster.state,
                                                          [s.state for s in stacked])
     assert "run `invoke apply-patches --force`" in cluster.detail
