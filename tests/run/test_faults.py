@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.errors import KitError
-from reprokit.experiment import reproduce
+from reprokit.experiment import Reproduction, reproduce
 from reprokit.names import log_path
 from reprokit.options import Request, fault_plan
 from reprokit.run.faults import (
@@ -287,6 +287,20 @@ def test_a_whole_cluster_is_not_restarted_on_a_permanent_code_nor_past_the_backo
 
 # --- a real cluster --------------------------------------------------------------------------
 
+def faulted(tmp_path: Path, kit_inputs: KitInputs, program: str, fault: str) -> tuple[Reproduction, dict]:
+    """A quick reproduction of ``program`` on the local backend with ``fault``; it must pass.
+    The reproduction, and its cluster run's recovery as results.json keeps it."""
+    settings = kit_settings(tmp_path, kit_inputs)
+    options = kit_options(settings.quick_steps, program=program, run_id=program)
+    backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog,
+                             fault_plan(settings, options, [fault], "local"))
+    result = reproduce(settings, options, backend, lambda line: None)
+    assert result.passed, result.error
+    results = json.loads((result.run_dir / "results.json").read_text())
+    assert {} == results["modes"]["standalone"]["outcome"]["recovery"]  # no fault is aimed at it
+    return result, results["modes"]["cluster"]["outcome"]["recovery"]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("fault, code", [("kill:worker1@20", 137), ("term:worker1@20", 143)])
@@ -295,16 +309,8 @@ def test_tf2_ps_survives_a_lost_worker_with_the_planned_steps(tmp_path: Path, ki
     """The faults issue's first done-when, on the local backend: `--program tf2-ps --quick --fault
     kill:worker1@20` passes with every planned step logged, and the report shows the kill and the
     restart. A preempted worker (SIGTERM) ends as a process ended by it, 143, and is restarted too."""
-    settings = kit_settings(tmp_path, kit_inputs)
-    options = kit_options(settings.quick_steps, program="tf2-ps", run_id="lost")
-    faults = fault_plan(settings, options, [fault], "local")
-    backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog, faults)
-    result = reproduce(settings, options, backend, lambda line: None)
-    assert result.passed, result.error
+    result, recovery = faulted(tmp_path, kit_inputs, "tf2-ps", fault)
     run_dir = result.run_dir
-    results = json.loads((run_dir / "results.json").read_text())
-    recovery = results["modes"]["cluster"]["outcome"]["recovery"]
-    assert {} == results["modes"]["standalone"]["outcome"]["recovery"]  # no fault is aimed at it
     assert ["fault", "exited", "restarted", "serving"] == [e["what"] for e in recovery["events"]]
     assert f"exit code {code}" == recovery["events"][1]["detail"]
     # The function worker 1 was running when it was lost: the coordinator ran it again.
@@ -321,20 +327,14 @@ def test_tf2_mirrored_preempted_resumes_with_exactly_the_planned_steps(tmp_path:
     """The faults issue's second done-when: SIGTERM to worker 1 of a real MultiWorkerMirroredStrategy
     cluster; every worker saves and exits, the kit restarts the cluster, and worker 0 logs each
     planned step once across its two logs; the logs pass and the learning is judged."""
-    settings = kit_settings(tmp_path, kit_inputs)
-    options = kit_options(settings.quick_steps, program="tf2-mirrored", run_id="preempted")
-    backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog,
-                             fault_plan(settings, options, ["term:worker1@20"], "local"))
-    result = reproduce(settings, options, backend, lambda line: None)
-    assert result.passed, result.error
+    result, recovery = faulted(tmp_path, kit_inputs, "tf2-mirrored", "term:worker1@20")
     run_dir = result.run_dir
-    recovery = json.loads((run_dir / "results.json").read_text())["modes"]["cluster"]["outcome"]["recovery"]
     assert ("cluster", "restarted") in [(e["role"], e["what"]) for e in recovery["events"]]
     assert ({"cluster": 1}, 0) == (recovery["restarts"], recovery["steps_redone"])  # it resumed where it saved
     first, second = (log_path(run_dir, "worker0", n).read_text() for n in (1, 2))
     assert "PreemptionCheckpointHandler: checkpoint saved. Exiting." in first
     steps = [int(step) for text in (first, second) for step in STEP_LINE.findall(text)]
-    assert list(range(0, settings.quick_steps, 10)) == steps
+    assert list(range(0, result.info.steps, 10)) == steps
     assert result.learning is not None
     report = (run_dir / "report.md").read_text()
     assert "term:worker1@20; restarted: cluster 1 time;" in report and "| cluster | restarted |" in report
@@ -347,18 +347,12 @@ def test_the_resumable_lesson_survives_a_killed_ps_from_its_last_checkpoint(tmp_
     it survives; the kit restarts the cluster, the client restores its last checkpoint into the new
     ps and goes on, so that each planned step is logged once and at most the steps since that
     checkpoint (checkpoint_every, 10) ran again."""
-    settings = kit_settings(tmp_path, kit_inputs)
-    options = kit_options(settings.quick_steps, program="lesson-resumable", run_id="resumed")
-    backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog,
-                             fault_plan(settings, options, ["kill:ps@20"], "local"))
-    result = reproduce(settings, options, backend, lambda line: None)
-    assert result.passed, result.error
+    result, recovery = faulted(tmp_path, kit_inputs, "lesson-resumable", "kill:ps@20")
     run_dir = result.run_dir
-    recovery = json.loads((run_dir / "results.json").read_text())["modes"]["cluster"]["outcome"]["recovery"]
     assert {"cluster": 1} == recovery["restarts"] and recovery["steps_redone"] <= 10
     first, second = (log_path(run_dir, "client", n).read_text() for n in (1, 2))
     # The checkpoint of step 20, or of step 10 when the kill came while step 20's was being saved.
     assert re.search(rf"Resuming from {run_dir / 'train_cluster'}/model\.ckpt-(10|20)\n", second), second
     steps = [int(step) for text in (first, second) for step in STEP_LINE.findall(text)]
-    assert list(range(0, settings.quick_steps, 10)) == steps
+    assert list(range(0, result.info.steps, 10)) == steps
     assert "serving /job:ps/task:0" in log_path(run_dir, "ps", 2).read_text()
