@@ -9,12 +9,13 @@ run fails as before. Only the roles the program can take back are restarted (`Pr
 a TF1 session or an all-reduce ring cannot take a restarted worker into its running step, and a
 restart there would only turn a clear failure into a hang.
 
-An all-reduce cluster is restarted as a whole instead (`Program.resumes_whole`): once any of its
-roles has ended with a retryable code, every role is stopped and, after the backoff, started again
-as its next incarnation, which resumes from the cluster's last checkpoint. A preemption notice
-(SIGTERM) to a worker makes every worker save one after the same step and exit with 143, so that
-nothing is redone; a worker lost without a notice leaves the last checkpoint the program saved
-before, or none, and the steps since are run again (`steps_redone` in the summary).
+A cluster that resumes only as a whole (`Program.resumes_whole`: tf2-mirrored's all-reduce, the
+resumable lesson) is restarted as a whole instead: once any of its roles has ended with a retryable
+code, every role is stopped and, after the backoff, started again as its next incarnation, which
+resumes from the cluster's last checkpoint. A preemption notice (SIGTERM) to a tf2-mirrored worker
+makes every worker save one after the same step and exit with 143, so that nothing is redone; a
+role lost without a notice leaves the last checkpoint the program saved before, or none, and the
+steps since run again (`steps_redone` in the summary).
 
 Each incarnation of a role writes a log of its own (worker1.log, then worker1.2.log, ...), so
 nothing is overwritten. `Recovery` is what the runner consults while it watches the run; its

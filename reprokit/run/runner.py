@@ -227,7 +227,8 @@ class Runner:
         the start; the main role's new log is the one followed from then on."""
         assert self.recovery is not None
         self._stop(self.started)
-        self._progress()  # the last step lines of the incarnation that ended
+        for step in self._progress():  # the last step lines of the incarnation that ended
+            self.recovery.on_step(step)
         codes = {name: handle.returncode() for name, handle in self.handles.items()}
         self.left += [item for handle in self.started for item in handle.release()]
         self.started = []
