@@ -20,7 +20,8 @@ from tests.support.cli import invoke
 ROOT = REPO
 TRAINER = "cifar10_multi_gpu_train.py"
 ALL_FILES = "cifar10.py, cifar10_cluster_train.py, cifar10_eval.py, cifar10_input.py, " \
-            "cifar10_lesson_cluster_train.py, cifar10_lesson_standalone_train.py, cifar10_multi_gpu_train.py, " \
+            "cifar10_lesson_cluster_train.py, cifar10_lesson_resumable_train.py, cifar10_lesson_standalone_train.py, " \
+            "cifar10_multi_gpu_train.py, " \
             "cifar10_standalone_train.py, cifar10_tf2_mirrored_train.py, cifar10_tf2_ps_train.py, " \
             "cifar10_tf2_standalone_train.py"
 
@@ -47,8 +48,8 @@ def test_verify_passes_on_a_fresh_copy_of_the_kit(cli_kit):
     result = invoke(cli_kit, "verify")
     assert (0, "") == (result.returncode, result.stderr)
     lines = result.stdout.splitlines()
-    assert 26 == sum(l.startswith("ok  ") for l in lines)
-    assert "verify: PASS (0 of 26 checks failed)" == lines[-1]
+    assert 29 == sum(l.startswith("ok  ") for l in lines)
+    assert "verify: PASS (0 of 29 checks failed)" == lines[-1]
     assert not (cli_kit / "build").exists()
 
 
@@ -70,7 +71,7 @@ def test_verify_fails_naming_hunk_and_line_when_a_context_line_changed(cli_kit, 
     result = invoke(cli_kit, "verify")
     assert 1 == result.returncode
     standalone, cluster, *stacked = [l for l in result.stdout.splitlines() if re.match(r"FAIL\s+strict ", l)]
-    assert 5 == len(stacked) and all("cannot be made" in line for line in stacked)
+    assert 6 == len(stacked) and all("cannot be made" in line for line in stacked)
     assert "cifar10_standalone_train.patch: hunk 1 (@@ -48,7 @@) does not match " \
            "cifar10_multi_gpu_train.py at line 50" in standalone
     assert "cifar10_cluster_train.patch: hunk 1 (@@ -44,14 @@) does not match " \
@@ -265,7 +266,8 @@ def test_explain_patches_normal_prints_each_diff_at_the_articles_positions(cli_k
             "cifar10_cluster_train.py cifar10_lesson_cluster_train.py",
             "cifar10_lesson_standalone_train.py cifar10_tf2_standalone_train.py",
             "cifar10_tf2_standalone_train.py cifar10_tf2_mirrored_train.py",
-            "cifar10_tf2_standalone_train.py cifar10_tf2_ps_train.py"] == [s.splitlines()[0] for s in sections]
+            "cifar10_tf2_standalone_train.py cifar10_tf2_ps_train.py",
+            "cifar10_lesson_cluster_train.py cifar10_lesson_resumable_train.py"] == [s.splitlines()[0] for s in sections]
     positions = [[l for l in s.splitlines()[1:] if re.fullmatch(r"\d+(,\d+)?[acd]\d+(,\d+)?", l)] for s in sections]
     assert [["51c51"], ["46a47", "51c52", "53,54c54,55", "124c125", "145,146c146,147", "190,192c191", "204c203",
                         "206c205"]] == positions[:2]  # the article's positions, unchanged by the lesson
@@ -281,7 +283,9 @@ def test_explain_patches_normal_prints_the_same_diff_as_teaching_normal_diff(cli
              ("cifar10_lesson_standalone_train.py", "cifar10_lesson_standalone_train.py",
               "cifar10_tf2_standalone_train.py"),
              ("cifar10_tf2_standalone_train.py", "cifar10_tf2_standalone_train.py", "cifar10_tf2_mirrored_train.py"),
-             ("cifar10_tf2_standalone_train.py", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py")]
+             ("cifar10_tf2_standalone_train.py", "cifar10_tf2_standalone_train.py", "cifar10_tf2_ps_train.py"),
+             ("cifar10_lesson_cluster_train.py", "cifar10_lesson_cluster_train.py",
+              "cifar10_lesson_resumable_train.py")]
     expected = "".join(
         f"$ diff {shown} {target}\n"
         f"{teaching.normal_diff(files[source].splitlines(), files[target].splitlines())}\n"
@@ -372,7 +376,7 @@ def test_bench_help_names_its_programs_and_tunings_options_and_invoke_yamls_keys
     result = invoke(cli_kit, "--help", "bench")
     assert 0 == result.returncode
     text = " ".join(result.stdout.split())  # invoke wraps the help at the terminal's width
-    assert "--programs=STRING the rows' programs: article, lesson, tf2-mirrored" in text
+    assert "--programs=STRING the rows' programs: article, lesson, lesson-resumable, tf2-mirrored" in text
     assert "(default: bench_programs in invoke.yaml)" in text
     assert "--tunings=STRING the article's rows' kit settings: default, or default,tuned" in text
     assert "(default: bench_tunings in invoke.yaml)" in text
@@ -390,5 +394,5 @@ def test_bench_refuses_an_unknown_program_before_anything_runs(cli_kit):
     result = invoke(cli_kit, "bench", "--programs", "article,tf3")
     assert 1 == result.returncode
     assert "error: unknown --program 'tf3'" in result.stderr
-    assert "article, lesson, tf2-mirrored, tf2-ps" in result.stderr
+    assert "article, lesson, lesson-resumable, tf2-mirrored, tf2-ps" in result.stderr
     assert not (cli_kit / "runs").exists()

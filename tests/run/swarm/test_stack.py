@@ -50,7 +50,7 @@ def test_the_overlay_is_internal_and_attachable_and_tasks_are_not_restarted():
 def test_the_roles_the_program_takes_back_get_the_kits_restart_policy_as_the_swarms():
     """tf2-ps's workers: restarted on failure after restart_backoff_s, at most backoff_limit times;
     its ps and client, which it cannot take back, are not restarted."""
-    faults = FaultPlan((), ("worker0", "worker1"), {"ps": "why", "client": "why"}, (130, 137, 143), 3, 2.0, "", False, 0.0)
+    faults = FaultPlan((), ("worker0", "worker1"), {"ps": "why", "client": "why"}, (130, 137, 143), 3, 2.0, "", False)
     services = stack_file(ROLES, replace(SPEC, faults=faults))["services"]
     policies = {name: service["deploy"]["restart_policy"] for name, service in services.items()}
     assert {"tf_paramserver": {"condition": "none"}, "tf_client": {"condition": "none"},
