@@ -51,13 +51,8 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
     records: dict[str, list[LogRecord]] = {}
     trained = program(run.program)  # an unknown name, in a folder from elsewhere, is a clear error
     for mode in run.modes:
-        main = trained.main_role(mode)
-        paths = incarnation_logs(run_dir, main) or [log_path(run_dir, main)]
-        records[mode] = resumed_log(paths, main) if paths[0].is_file() else []
-        context = ruleslib.run_context(mode, run.steps, run.workers)
-        context.update(incarnations=len(paths), tower_starts=context["towers"] * len(paths))
-        verdicts += checks.check_logs(mode, records[mode], rules, context, {"format", "run"},
-                                      sources=paths, program=run.program)
+        records[mode], checked = _checked_log(run_dir, mode, trained.main_role(mode), rules, run)
+        verdicts += checked
         evaluated = eval_log(run_dir, mode)
         if evaluated.is_file():
             verdicts += eval_verdicts(evaluated, mode, eval_rules, run.program)
@@ -66,11 +61,8 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
         folder = repetition_dir(run_dir, number)
         pair: dict[str, list[LogRecord]] = {}
         for mode in run.modes:
-            main = trained.main_role(mode)
-            path = log_path(folder, main)
-            pair[mode] = parse_log(path, main) if path.is_file() else []
-            verdicts += checks.check_logs(mode, pair[mode], rules, ruleslib.run_context(mode, run.steps, run.workers),
-                                          {"format", "run"}, sources=[path], program=run.program)
+            pair[mode], checked = _checked_log(folder, mode, trained.main_role(mode), rules, run)
+            verdicts += checked
         more.append((step_fields(pair.get("standalone", [])), step_fields(pair.get("cluster", []))))
     speed: RunSpeed | None = None
     error = ""
@@ -81,6 +73,20 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
         except KitError as exc:
             error = str(exc)
     return Judgement(verdicts, checks.summarize(verdicts), records, speed, error)
+
+
+def _checked_log(folder: Path, mode: str, main: str, rules: list[ruleslib.Rule],
+                 run: RunInfo) -> tuple[list[LogRecord], list[Verdict]]:
+    """One mode's trainer log in ``folder`` (the main role's, across the incarnations of a cluster
+    restarted as a whole, read as one run) and the rules' verdicts on it."""
+    paths = incarnation_logs(folder, main)
+    records = resumed_log(paths, main)
+    context = ruleslib.run_context(mode, run.steps, run.workers)
+    incarnations = max(1, len(paths))
+    context.update(incarnations=incarnations, tower_starts=context["towers"] * incarnations)
+    verdicts = checks.check_logs(mode, records, rules, context, {"format", "run"},
+                                 sources=paths or [log_path(folder, main)], program=run.program)
+    return records, verdicts
 
 
 def judge_article(article_dir: Path, rules_path: Path, workers: int) -> Summary:
