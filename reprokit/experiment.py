@@ -105,9 +105,9 @@ def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo
             for mode in options.modes if number % 2 else options.modes[::-1]:
                 name = mode if number == 1 else f"{mode}-{number}"
                 with stages.stage(name) as say:
-                    roles = program.roles(mode, options, prepared.layout, backend, prepared.sources, data.data_dir,
-                                          train_dir(folder, mode), fix=prepared.fix,
-                                          trainer_file=prepared.trainers[mode])
+                    roles = program.roles(mode, options.steps, options.workers, options.tuning, prepared.layout,
+                                          backend, prepared.sources, data.data_dir, train_dir(folder, mode),
+                                          fix=prepared.fix, trainer_file=prepared.trainers[mode])
                     for role in roles:
                         say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
                     if any(r.listens for r in roles):
@@ -227,9 +227,9 @@ def write_stack(settings: Settings, options: Options, backend: SwarmBackend, ech
     """`invoke stack-file`: the cluster mode's Swarm stack file in a new run folder, deployed by
     nobody: for a person to read, keep, or deploy on a swarm of their own."""
     prepared = prepare(settings, options)
-    roles = PROGRAMS[options.program].roles("cluster", options, prepared.layout, backend, prepared.sources,
-                                            settings.data_dir.absolute(), train_dir(prepared.run_dir, "cluster"),
-                                            fix=prepared.fix)
+    roles = PROGRAMS[options.program].roles("cluster", options.steps, options.workers, options.tuning,
+                                            prepared.layout, backend, prepared.sources, settings.data_dir.absolute(),
+                                            train_dir(prepared.run_dir, "cluster"), fix=prepared.fix)
     _, path = backend.write_stack_file(prepared.run_dir, roles, "cluster")
     echo(f"the data must be in {settings.data_dir.absolute()} on every node (`invoke data` makes it here)")
     return path

@@ -31,10 +31,10 @@ from reprokit.run.roles import (
     standalone_role,
 )
 
-if TYPE_CHECKING:  # options.py reads the program names from here
-    from reprokit.options import Options
+if TYPE_CHECKING:
     from reprokit.run.backends import Backend
     from reprokit.run.cluster import CpuLayout
+    from reprokit.run.tuning import Tuning
 
 # How a program's cluster runs; reprokit.run.roles builds the roles of each shape.
 #   session:     ps and worker servers, and a client whose session runs the graph on grpc://<ps>
@@ -131,8 +131,8 @@ class Program:
             return STANDALONE
         return worker(0) if self.shape == ALL_REDUCE else CLIENT
 
-    def roles(self, mode: str, options: Options, layout: CpuLayout, backend: Backend, sources: Path,
-              data_dir: Path, train_dir: Path, instruments: Instruments | None = None,
+    def roles(self, mode: str, steps: int, workers: int, tuning: Tuning, layout: CpuLayout, backend: Backend,
+              sources: Path, data_dir: Path, train_dir: Path, instruments: Instruments | None = None,
               fix: RequestIdFix = RequestIdFix(None), trainer_file: str | None = None,
               levers: Sequence[str] = ()) -> list[RoleSpec]:
         """The roles of one mode, in start order: what a reproduction and the benchmark both run.
@@ -140,16 +140,15 @@ class Program:
         ``trainer_file``: another trainer in ``sources`` than this program's (a mutant's, or the
         benchmark's ablation); ``levers``: the cluster trainer's levers to set."""
         flags = self.lever_flags(levers) if mode != STANDALONE else ()
-        training = TrainingArgs(options.steps, str(data_dir), str(train_dir), flags)
+        training = TrainingArgs(steps, str(data_dir), str(train_dir), flags)
         trainer = Trainer(backend.python, str(sources), trainer_file or self.trainer(mode), instruments)
-        tuning = options.tuning
         env, server_env = {**tuning.env, **fix.env()}, {**tuning.server_env, **fix.env()}
         if mode == STANDALONE:
             return [standalone_role(training, trainer, cpus=layout.for_role(STANDALONE), env=env)]
         if self.shape != SESSION and tuning.client_hosts_ps:
             raise KitError(f"the {tuning.name!r} settings put the ps inside the client's session, and the "
                            f"{self.name} program has no session", "run it with --tuning default")
-        cluster = backend.cluster(options.workers)
+        cluster = backend.cluster(workers)
         if self.shape == ALL_REDUCE:
             return all_reduce_roles(cluster, training, trainer, layout.cpus, env=env)
         if self.shape == COORDINATOR:

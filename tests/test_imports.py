@@ -1,8 +1,9 @@
 """The package's import graph: no circle anywhere, and no backend leaning on another backend.
 
 Every `import` and `from ... import` of every module counts, those inside functions too (a lazy
-import only postpones a circle); only `if TYPE_CHECKING:` blocks are left out, since they never
-run. The graph is read from the sources with `ast`, so nothing is imported to test it.
+import only postpones a circle) and those under `if TYPE_CHECKING:` (a type named only for the
+checker is still something the module needs from the other). The graph is read from the sources
+with `ast`, so nothing is imported to test it.
 """
 
 from __future__ import annotations
@@ -35,12 +36,6 @@ def module_names(root: Path, package: str) -> dict[str, Path]:
     return found
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
-
-
 def imported_names(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     """The dotted names a module's import statements ask for, relative imports made absolute;
     `from a import b` gives `a.b` (a submodule, or a name that `known_target` trims to `a`)."""
@@ -48,9 +43,6 @@ def imported_names(tree: ast.AST, module: str, is_package: bool) -> set[str]:
     pending = [tree]
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.If) and _is_type_checking(node):
-            pending.extend(node.orelse)  # the else branch does run
-            continue
         if isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -139,14 +131,16 @@ def test_the_cycle_finder_finds_nothing_in_a_graph_without_a_circle() -> None:
     assert [] == find_cycles(graph)
 
 
-def test_the_graph_counts_imports_inside_functions_and_skips_type_checking_blocks(tmp_path: Path) -> None:
-    """A lazy import is an edge; an `if TYPE_CHECKING:` import is not; `from . import` resolves."""
+def test_the_graph_counts_imports_inside_functions_and_type_checking_blocks(tmp_path: Path) -> None:
+    """A lazy import is an edge, and so is an `if TYPE_CHECKING:` import; `from . import` resolves."""
     package = tmp_path / "pkg"
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "low.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import high\n")
     (package / "high.py").write_text("def f():\n    from . import low\n    return low\n")
-    assert {"pkg": set(), "pkg.low": set(), "pkg.high": {"pkg.low"}} == import_graph(tmp_path, "pkg")
+    graph = import_graph(tmp_path, "pkg")
+    assert {"pkg": set(), "pkg.low": {"pkg.high"}, "pkg.high": {"pkg.low"}} == graph
+    assert [["pkg.high", "pkg.low", "pkg.high"]] == find_cycles(graph)
 
 
 def test_the_package_has_no_import_circle() -> None:

@@ -84,8 +84,9 @@ class Bench:
         instruments = Instruments(str(folder / "probe.json"), -1 if trace_step is None else trace_step,
                                   input_free) if probed else None
         trained = PROGRAMS[options.program]
-        roles = trained.roles(mode, options, make_layout("spread", workers), backend, sources or self.sources,
-                              self.data.data_dir, folder / "train", instruments, self.fix, trainer_file, levers)
+        roles = trained.roles(mode, options.steps, workers, options.tuning, make_layout("spread", workers), backend,
+                              sources or self.sources, self.data.data_dir, folder / "train", instruments, self.fix,
+                              trainer_file, levers)
         main = trained.main_role(mode)
         self.echo(f"  {folder.name}: {options.program} {mode}" + (f", {workers} workers" if mode == "cluster" else "")
                   + (f", tuning {options.tuning.name}" if options.tuning.name != "default" else "")
@@ -148,8 +149,8 @@ def ceiling_roles(options: Options, backend: Backend, sources: Path, data_dir: P
     for copy, name in enumerate(CEILING_ROLES):
         # Round robin, as the spread layout: on one CPU both share it, and the ceiling is 1x.
         layout = CpuLayout("ceiling", {STANDALONE: str(cpus[copy % len(cpus)])})
-        (role,) = PROGRAMS[options.program].roles("standalone", options, layout, backend, sources, data_dir,
-                                                  folder / f"train{copy}", None, fix)
+        (role,) = PROGRAMS[options.program].roles("standalone", options.steps, 1, options.tuning, layout, backend,
+                                                  sources, data_dir, folder / f"train{copy}", None, fix)
         # The second may end before the first, the main role, does: its exit 0 is no death.
         roles.append(replace(role, name=name, ends_itself=copy > 0))
     return roles[::-1]

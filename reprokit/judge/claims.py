@@ -22,18 +22,19 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, NoReturn
+from typing import NamedTuple, NoReturn
 
 from scipy import stats
 from statsmodels.stats.proportion import (
     confint_proportions_2indep,
-    proportion_confint,
     tost_proportions_2indep,
 )
 
 from reprokit.errors import KitError
 from reprokit.judge.datafile import load_section, vocabulary_hint
+from reprokit.judge.evaluation import Evaluation
 from reprokit.judge.speed import (
+    ALPHA,
     MIN_REPETITIONS_FOR_T,
     MIN_STEP_RATES,
     Estimate,
@@ -41,10 +42,6 @@ from reprokit.judge.speed import (
     t_quantile,
 )
 
-if TYPE_CHECKING:  # evaluation.py reads its interval from here
-    from reprokit.judge.evaluation import Evaluation
-
-ALPHA = 0.05  # every test and interval of this module is at 5% (95% intervals; TOST at 5% each side)
 Z_95 = float(stats.norm.ppf(1 - ALPHA / 2))
 # The loss course is judged per half of the run, each on the step lines both modes logged in it;
 # fewer lines than this in a half, and the whole run is one window; fewer in the run, not judged.
@@ -61,7 +58,7 @@ MAX_REPETITIONS_ADVISED = 30
 
 
 class ClaimsError(KitError):
-    """The claims file is malformed, or an evaluation's numbers contradict each other."""
+    """The claims file is malformed."""
 
 
 @dataclass(frozen=True)
@@ -202,14 +199,6 @@ class _Reader:
 
 
 # --- intervals of precisions ---------------------------------------------------------------
-
-def wilson(correct: int, counted: int) -> Interval:
-    """Wilson's score interval (95%) for the proportion correct / counted, from statsmodels."""
-    if counted < 1 or not 0 <= correct <= counted:
-        raise ClaimsError(f"a proportion needs 0 <= correct <= counted, counted >= 1; got {correct}/{counted}")
-    low, high = proportion_confint(correct, counted, alpha=ALPHA, method="wilson")
-    return Interval(max(0.0, float(low)), min(1.0, float(high)))
-
 
 def newcombe(base: tuple[int, int], other: tuple[int, int]) -> Interval:
     """Newcombe's hybrid score interval (his method 10, 95%) for p_other - p_base, each p given
@@ -382,7 +371,7 @@ def judge_learning(claim: LearningClaim, standalone: Evaluation | None, cluster:
     counts = (standalone.correct, standalone.counted), (cluster.correct, cluster.counted)
     low, high = newcombe(*counts)
     p = equivalence_p(*counts, claim.margin)
-    learned = [name for name, (correct, counted) in zip(modes, counts) if wilson(correct, counted).low > claim.chance]
+    learned = [name for name, e in modes.items() if e is not None and e.low is not None and e.low > claim.chance]
     difference = f"the precision difference's interval {low:+.3f} to {high:+.3f}"
     outside = [w for w in course if w.high < 1 - claim.loss_margin or w.low > 1 + claim.loss_margin]
     unsettled = [w for w in course if w.equivalence_p >= ALPHA]
@@ -425,8 +414,7 @@ def judge_learning(claim: LearningClaim, standalone: Evaluation | None, cluster:
 
 
 def _precision_text(e: Evaluation) -> str:
-    low, high = wilson(e.correct, e.counted)
-    return f"{e.precision:.3f} (95% CI {low:.3f}-{high:.3f}) after {e.examples_seen:,} examples"
+    return f"{e.precision:.3f} (95% CI {e.low:.3f}-{e.high:.3f}) after {e.examples_seen:,} examples"
 
 
 # What the learning verdict can and cannot see: the report says it under the verdict.

@@ -18,12 +18,14 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from statsmodels.stats.proportion import proportion_confint
+
 from reprokit.commands import Echo, attempt, shown, silent
 from reprokit.errors import KitError
 from reprokit.judge.checks import Verdict, check_logs
-from reprokit.judge.claims import ClaimsError, wilson
 from reprokit.judge.logs import parse_log
 from reprokit.judge.rules import Rule
+from reprokit.judge.speed import ALPHA
 
 EVAL_PROGRAM = "cifar10_eval.py"
 BATCH_SIZE = 128  # cifar10.py's --batch_size default: the eval counts whole batches of it
@@ -76,13 +78,15 @@ class Evaluation:
         if self.precision is None:
             return
         if self.counted < 1 or not 0 <= self.correct <= self.counted:
-            raise ClaimsError(f"an evaluation needs 0 <= correct <= counted and counted >= 1; "
-                              f"got correct={self.correct}, counted={self.counted}")
+            raise EvalError(f"an evaluation needs 0 <= correct <= counted and counted >= 1; "
+                            f"got correct={self.correct}, counted={self.counted}")
         # cifar10_eval prints the precision with 3 decimals: allow that rounding, nothing more.
         if abs(self.precision - self.correct / self.counted) > 0.0005 + 1e-9:
-            raise ClaimsError(f"precision {self.precision} is not correct / counted = "
-                              f"{self.correct}/{self.counted} = {self.correct / self.counted:.4f}",
-                              "build the Evaluation from the eval log's own counts")
+            raise EvalError(f"precision {self.precision} is not correct / counted = "
+                            f"{self.correct}/{self.counted} = {self.correct / self.counted:.4f}",
+                            "build the Evaluation from the eval log's own counts")
+        if self.low is None or self.high is None:
+            raise EvalError("an evaluation with a precision carries its interval (low and high)")
 
     @property
     def ok(self) -> bool:
@@ -133,6 +137,14 @@ def require_checkpoint(checkpoint_dir: Path) -> str:
             "pass the train_dir of a finished training run (the trainers save a checkpoint every 1000 "
             "steps and after the last one), or train first, e.g. `invoke reproduce --quick`")
     return path
+
+
+def wilson(correct: int, counted: int) -> tuple[float, float]:
+    """Wilson's score interval (95%) for the proportion correct / counted, from statsmodels."""
+    if counted < 1 or not 0 <= correct <= counted:
+        raise EvalError(f"a proportion needs 0 <= correct <= counted, counted >= 1; got {correct}/{counted}")
+    low, high = proportion_confint(correct, counted, alpha=ALPHA, method="wilson")
+    return max(0.0, float(low)), min(1.0, float(high))
 
 
 def parse_eval_log(text: str, num_examples: int, *, towers: int, log: Path,

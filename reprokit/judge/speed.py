@@ -66,6 +66,10 @@ def step_rates(steps: Sequence[StepFields], warmup_steps: int = WARMUP_STEPS) ->
 
 # --- the one estimator and its interval ---------------------------------------------------
 
+# Every interval of the kit is at 95% and every test at 5% (TOST at 5% each side): the speed
+# figures' here, the precisions' (judge/evaluation.py) and the claims' (judge/claims.py).
+ALPHA = 0.05
+
 # Fewer step rates than this in any run, and its median rests on too few steps to judge a claim.
 MIN_STEP_RATES = 5
 # Below this many repetitions the sd of the logs is too unstable to use: bootstrap the steps.
@@ -115,7 +119,7 @@ def t_quantile(df: int) -> float:
     """t_{0.975, df}: the two-sided 95% quantile of Student's t with ``df`` degrees of freedom (scipy)."""
     if df < 1:
         raise SpeedError(f"Student's t needs at least 1 degree of freedom, got {df}")
-    return float(stats.t.ppf(0.975, df))
+    return float(stats.t.ppf(1 - ALPHA / 2, df))
 
 
 def ratio_estimate(pairs: Sequence[tuple[Sequence[float], Sequence[float]]], *,

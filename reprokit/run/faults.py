@@ -34,7 +34,7 @@ from signal import SIGINT, SIGKILL, SIGTERM, Signals
 from typing import Any, Protocol
 
 from reprokit.errors import KitError
-from reprokit.run.runner import RoleHandle
+from reprokit.run.roles import RoleHandle
 
 SIGNALS = {"kill": SIGKILL, "term": SIGTERM, "int": SIGINT}
 _FAULT = re.compile(r"^(?P<signal>[a-z]+):(?P<role>[a-z0-9]+)@(?P<step>\d+)$")

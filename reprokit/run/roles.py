@@ -1,4 +1,5 @@
-"""Pure builders of each role's command line: ps, worker, client, standalone.
+"""Each role of a run: what it runs (`RoleSpec`, and the pure builders of each one's command
+line: ps, worker, client, standalone) and what a backend hands the runner for it (`RoleHandle`).
 
 Nothing here runs anything; the backends run what these return. A trainer role is built from
 parts (the program, its flags, where the ps is served, the instruments the benchmark attaches),
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TypedDict
+from typing import Protocol, TypedDict
 
 from reprokit import PACKAGE_PARENT
 from reprokit.errors import KitError
@@ -70,6 +71,43 @@ class RoleSpec:
     def from_json(cls, data: RoleJson) -> "RoleSpec":
         return cls(data["name"], list(data["argv"]), data["cpus"], dict(data["env"]), data["address"],
                    data["peer_address"], data["ends_itself"], data["stall_hint"])
+
+
+class RoleHandle(Protocol):
+    """One role as a backend runs it. Every method but `start` must not raise."""
+
+    spec: RoleSpec
+    pid: int | None
+
+    def start(self) -> None:
+        """Start the role and its log pump; raise a KitError naming what went wrong."""
+
+    def returncode(self) -> int | None:
+        """Its exit code once it has ended, else None."""
+
+    def unreachable(self) -> str:
+        """Servers: '' once a client can connect to its address, else what the probe saw."""
+
+    def cpu_seconds(self) -> float | None:
+        """CPU time used so far (user + system), or None when it cannot be read now."""
+
+    def terminate(self) -> None:
+        """Ask it to stop (SIGTERM)."""
+
+    def kill(self) -> None:
+        """Stop it now (SIGKILL)."""
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait up to ``timeout`` seconds for it to end; its exit code, or None if it still runs."""
+
+    def death(self) -> str:
+        """How it ended, as a phrase: 'exited with code 1', '... (killed by SIGKILL)'."""
+
+    def pump_error(self) -> str:
+        """'' while its log is being written; the reason once its log pump has failed."""
+
+    def release(self) -> list[str]:
+        """Finish its log and remove what the backend made for it; what could not be removed."""
 
 
 @dataclass(frozen=True)

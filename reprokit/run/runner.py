@@ -1,7 +1,7 @@
 """The one loop every backend runs: start the servers, wait until each answers, start the rest,
 watch them all while the main role runs, and always tear every one of them down.
 
-A backend provides one `RoleHandle` per role (a process here, a container, a process in a host
+A backend provides one `RoleHandle` (reprokit.run.roles) per role (a process here, a container, a process in a host
 namespace) and calls `Runner.run`; the loop, its errors, its timings and its watchdog are the
 same everywhere. The runner follows the main role's log: each step line is progress, and a run
 whose step lines stop coming is stopped by the watchdog, with the evidence.
@@ -16,17 +16,15 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from reprokit.errors import ClusterError, KitError
 from reprokit.names import log_path
 from reprokit.records import from_json
+from reprokit.run.faults import Recovery
 from reprokit.run.logfiles import LogFollower, tail
-from reprokit.run.roles import RoleSpec
+from reprokit.run.roles import RoleHandle
 from reprokit.run.thread_cpu import ThreadCpu, ThreadSampler
-
-if TYPE_CHECKING:  # faults.py builds on the handles defined here
-    from reprokit.run.faults import Recovery
 
 Progress = Callable[[str, int, float], None]  # role, step, examples/sec
 TERM_GRACE_S = 5.0
@@ -88,43 +86,6 @@ class Watchdog:
             return f"the first two step lines may take up to {self.first_step_s:.0f} s"
         return (f"the median time between step lines is {statistics.median(gaps):.1f} s; "
                 f"the watchdog allows {self.factor:g} times that, at least {self.floor_s:.0f} s")
-
-
-class RoleHandle(Protocol):
-    """One role as a backend runs it. Every method but `start` must not raise."""
-
-    spec: RoleSpec
-    pid: int | None
-
-    def start(self) -> None:
-        """Start the role and its log pump; raise a KitError naming what went wrong."""
-
-    def returncode(self) -> int | None:
-        """Its exit code once it has ended, else None."""
-
-    def unreachable(self) -> str:
-        """Servers: '' once a client can connect to its address, else what the probe saw."""
-
-    def cpu_seconds(self) -> float | None:
-        """CPU time used so far (user + system), or None when it cannot be read now."""
-
-    def terminate(self) -> None:
-        """Ask it to stop (SIGTERM)."""
-
-    def kill(self) -> None:
-        """Stop it now (SIGKILL)."""
-
-    def wait(self, timeout: float) -> int | None:
-        """Wait up to ``timeout`` seconds for it to end; its exit code, or None if it still runs."""
-
-    def death(self) -> str:
-        """How it ended, as a phrase: 'exited with code 1', '... (killed by SIGKILL)'."""
-
-    def pump_error(self) -> str:
-        """'' while its log is being written; the reason once its log pump has failed."""
-
-    def release(self) -> list[str]:
-        """Finish its log and remove what the backend made for it; what could not be removed."""
 
 
 def signal_phrase(code: int | None) -> str:

@@ -87,7 +87,8 @@ def test_a_lever_reaches_the_cluster_trainer_of_every_worker_and_not_the_standal
     mirrored = PROGRAMS["tf2-mirrored"]
 
     def argvs(mode: str, levers: tuple[str, ...]) -> list[list[str]]:
-        return [role.argv for role in mirrored.roles(mode, options, make_layout("spread", 2), backend, tmp_path,
+        return [role.argv for role in mirrored.roles(mode, options.steps, options.workers, options.tuning,
+                                                     make_layout("spread", 2), backend, tmp_path,
                                                      tmp_path / "data", tmp_path / "train", levers=levers)]
 
     assert [True, True] == ["--bytes_per_pack=262144" in argv for argv in argvs("cluster", ("pack",))]

@@ -65,9 +65,9 @@ def test_a_real_traced_cluster_step_opens_as_a_chrome_trace_of_every_role(kit_in
     backend = ProcessBackend(Loopback.choose("auto", first_port=free_port()), kit_watchdog())
     options = kit_options(STEPS, 2)
     traced_step = STEPS - 1
-    roles = PROGRAMS["article"].roles("cluster", options, make_layout("spread", 2), backend, kit_inputs.sources_dir,
-                                      kit_inputs.data_dir, tmp_path / "train",
-                                      Instruments(str(tmp_path / "probe.json"), traced_step))
+    roles = PROGRAMS["article"].roles("cluster", options.steps, options.workers, options.tuning,
+                                      make_layout("spread", 2), backend, kit_inputs.sources_dir, kit_inputs.data_dir,
+                                      tmp_path / "train", Instruments(str(tmp_path / "probe.json"), traced_step))
     outcome = backend.run(tmp_path, roles, "client", None)
     assert outcome.ok, outcome.message
     probe = json.loads((tmp_path / "probe.json").read_text())

@@ -25,9 +25,8 @@ from reprokit.judge.claims import (
     newcombe,
     repetitions_to_settle,
     three_part_lines,
-    wilson,
 )
-from reprokit.judge.evaluation import Evaluation
+from reprokit.judge.evaluation import EvalError, Evaluation, wilson
 from reprokit.judge.speed import Estimate, format_estimate, ratio_estimate
 from reprokit.programs import PROGRAMS
 from tests.support import REPO, SAMPLES
@@ -260,9 +259,9 @@ def test_the_newcombe_interval_of_the_reversed_difference_is_its_mirror() -> Non
 
 def test_an_evaluation_whose_numbers_disagree_is_refused() -> None:
     """A precision that is not correct / counted, or more correct than counted, is a wiring bug."""
-    with pytest.raises(ClaimsError, match="is not correct / counted"):
+    with pytest.raises(EvalError, match="is not correct / counted"):
         Evaluation(1000, 0.5, 4000, COUNTED, None, None, 128000, Path("eval.log"))
-    with pytest.raises(ClaimsError, match="correct <= counted"):
+    with pytest.raises(EvalError, match="correct <= counted"):
         Evaluation(1000, 1.0, 11000, COUNTED, None, None, 128000, Path("eval.log"))
 
 

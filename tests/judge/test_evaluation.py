@@ -12,9 +12,10 @@ import pytest
 from reprokit.commands import run
 from reprokit.errors import KitError
 from reprokit.judge.checks import Summary, summarize
-from reprokit.judge.claims import ClaimsError, load_claims, wilson
+from reprokit.judge.claims import load_claims
 from reprokit.judge.evaluation import (
     BATCH_SIZE,
+    EvalError,
     Evaluation,
     NoCheckpointError,
     counted_examples,
@@ -25,6 +26,7 @@ from reprokit.judge.evaluation import (
     parse_eval_log,
     require_checkpoint,
     step_of,
+    wilson,
 )
 from reprokit.judge.rules import load_rules
 from reprokit.names import MODES
@@ -146,7 +148,7 @@ def test_the_wilson_interval_never_collapses_at_zero_or_all() -> None:
 @pytest.mark.parametrize(("successes", "trials"), [(0, 0), (11, 10), (-1, 10)])
 def test_the_wilson_interval_refuses_impossible_counts(successes: int, trials: int) -> None:
     """No trials, or more successes than trials, or fewer than none: an error, not an interval."""
-    with pytest.raises(ClaimsError, match="a proportion needs 0 <= correct <= counted"):
+    with pytest.raises(EvalError, match="a proportion needs 0 <= correct <= counted"):
         wilson(successes, trials)
 
 

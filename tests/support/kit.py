@@ -73,5 +73,5 @@ def real_roles(backend: Backend, inputs: KitInputs, run_dir: Path, mode: str = "
                workers: int = 2, program: str = "article") -> list[RoleSpec]:
     """A mode's roles exactly as a reproduction builds them (ps, workers and client; or standalone)."""
     options = kit_options(steps, workers, program=program)
-    return PROGRAMS[program].roles(mode, options, make_layout("spread", workers), backend, inputs.sources_dir,
-                                   inputs.data_dir, run_dir / f"train_{mode}")
+    return PROGRAMS[program].roles(mode, options.steps, options.workers, options.tuning, make_layout("spread", workers),
+                                   backend, inputs.sources_dir, inputs.data_dir, run_dir / f"train_{mode}")
