@@ -1,8 +1,10 @@
-"""A reproduction as named stages: prepare, data, standalone, cluster, check, teardown, report.
+"""A reproduction as named stages: prepare, data, standalone, cluster, eval, check, teardown, report.
 
-Each stage writes its own log (runs/<id>/stages/NN-<stage>.log); teardown and the report always
-run, and an error in them never hides the error that came before. Each mode's roles are its
-program's (reprokit.programs).
+A plan, checked where the request came in (reprokit.options), is prepared once (reprokit.prepared);
+every stage then takes the prepared run and calls only down, into the data, the roles, the
+backend, the judge and the report. Each stage writes its own log (runs/<id>/stages/NN-<stage>.log);
+teardown and the report always run, and an error in them never hides the error that came before.
+Each mode's roles are its program's (reprokit.programs).
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from reprokit.names import (
     repetition_dir,
     train_dir,
 )
-from reprokit.options import Options
+from reprokit.options import Options, RunPlan
 from reprokit.prepared import Prepared, input_stages, prepare
 from reprokit.programs import PROGRAMS
 from reprokit.report import markdown as report
@@ -82,62 +84,70 @@ class Reproduction:
         return not self.error and self.judgement is not None and self.judgement.passed
 
 
-def reproduce(settings: Settings, options: Options, backend: Backend, echo: Echo,
-              progress: Progress | None = None, download: DownloadProgress | None = None) -> Reproduction:
-    """Run every stage on ``backend`` (a plan's, reprokit.options); the run folder holds the logs,
-    results.json, report.md and the plot."""
+def reproduce(settings: Settings, plan: RunPlan, echo: Echo, progress: Progress | None = None,
+              download: DownloadProgress | None = None) -> Reproduction:
+    """Run every stage of ``plan`` (checked where the request came in, reprokit.options); the run
+    folder holds the logs, results.json, report.md and the plot."""
     # Before any stage: a bad --cpus, a drifted upstream, a corrupt patch or claims file fails with no
-    # folder made.
+    # folder made. From here on every stage takes the prepared run, which carries the plan.
     claims = load_claims(settings.claims, list(PROGRAMS))
-    prepared = prepare(settings, options)
-    program = PROGRAMS[options.program]
-    run_dir = prepared.run_dir
-    stages = Stages(run_dir, echo)
-    result = Reproduction(run_dir, prepared.info, stages.records)
+    prepared = prepare(settings, plan)
+    stages = Stages(prepared.run_dir, echo)
+    result = Reproduction(prepared.run_dir, prepared.info, stages.records)
     outcomes: dict[str, Outcome] = {}
     data: DataResult | None = None
     try:
-        data = input_stages(stages, settings, options, prepared, download)
+        data = input_stages(stages, settings, prepared, download)
         # Pair 1 in the run folder, the others in repetitions/<n>/, every other pair cluster first,
         # so that a drift of the machine falls on both modes alike (as the bench pairs its runs).
-        for number in range(1, options.repetitions + 1):
-            folder = run_dir if number == 1 else repetition_dir(run_dir, number)
-            for mode in options.modes if number % 2 else options.modes[::-1]:
-                name = mode if number == 1 else f"{mode}-{number}"
-                with stages.stage(name) as say:
-                    roles = program.roles(mode, options.steps, options.workers, options.tuning, prepared.layout,
-                                          backend, prepared.sources, data.data_dir, train_dir(folder, mode),
-                                          fix=prepared.fix, trainer_file=prepared.trainers[mode])
-                    for role in roles:
-                        say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
-                    if any(r.listens for r in roles):
-                        result.exposure = backend.exposure(backend.cluster(options.workers))
-                        say(f"servers listen on: {result.exposure.where}")
-                    folder.mkdir(parents=True, exist_ok=True)
-                    outcome = backend.run(folder, roles, program.main_role(mode), progress)
-                    outcomes[name] = outcome
-                    for event in outcome.recovery.get("events", []):  # faults and restarts (run/faults.py)
-                        when = "before step 0" if event["step"] is None else f"after step {event['step']}"
-                        say(f"{event['role']}: {event['what']} at {event['t']:.1f} s, {when}: {event['detail']}")
-                    if not outcome.ok:
-                        raise ClusterError(f"the {name} run failed: {outcome.message}", f"logs are kept in {folder}")
-                    say(f"{name}: finished, logs in {folder}")
+        modes = prepared.options.modes
+        for number in range(1, prepared.options.repetitions + 1):
+            for mode in modes if number % 2 else modes[::-1]:
+                _train(stages, prepared, data, number, mode, outcomes, result, progress)
         with stages.stage("eval") as say:
-            for mode in options.modes:
-                result.evaluations[mode] = _evaluate(mode, run_dir, prepared.sources, data, options.workers, say)
+            for mode in modes:
+                result.evaluations[mode] = _evaluate(mode, result.run_dir, prepared.sources, data,
+                                                     prepared.options.workers, say)
         with stages.stage("check") as say:
-            result.judgement = judge_run(run_dir, settings.rules, prepared.info)
+            result.judgement = judge_run(result.run_dir, settings.rules, prepared.info)
             for line in result.judgement.summary.lines:
                 say(line)
             _judge_claims(claims, result)
             for line in result.verdict_lines:
                 say(line)
     except (KitError, OSError) as exc:
-        result.error = str(exc) if isinstance(exc, KitError) else f"could not write in {run_dir}: {exc}"
+        result.error = str(exc) if isinstance(exc, KitError) else f"could not write in {result.run_dir}: {exc}"
     finally:
-        _teardown(stages, backend, outcomes, result)
-        _report(stages, settings, options, backend, data, outcomes, result, prepared, claims)
+        _teardown(stages, prepared.backend, outcomes, result)
+        _report(stages, settings, prepared, data, outcomes, result, claims)
     return result
+
+
+def _train(stages: Stages, prepared: Prepared, data: DataResult, number: int, mode: str,
+           outcomes: dict[str, Outcome], result: Reproduction, progress: Progress | None) -> None:
+    """One mode of pair ``number``: its roles on the plan's backend, in the pair's folder, its
+    outcome kept in ``outcomes`` (a failed one too: teardown and the report read it); a run that
+    fails raises, with its logs kept."""
+    name = mode if number == 1 else f"{mode}-{number}"
+    folder = result.run_dir if number == 1 else repetition_dir(result.run_dir, number)
+    options, backend, program = prepared.options, prepared.backend, prepared.program
+    with stages.stage(name) as say:
+        roles = program.roles(mode, options.steps, options.workers, options.tuning, prepared.layout, backend,
+                              prepared.sources, data.data_dir, train_dir(folder, mode), fix=prepared.fix,
+                              trainer_file=prepared.trainers[mode])
+        for role in roles:
+            say(f"{role.name}: cpus {role.cpus or 'any'}" + (f", {role.address}" if role.address else ""))
+        if any(r.listens for r in roles):
+            result.exposure = backend.exposure(backend.cluster(options.workers))
+            say(f"servers listen on: {result.exposure.where}")
+        folder.mkdir(parents=True, exist_ok=True)
+        outcome = outcomes[name] = backend.run(folder, roles, program.main_role(mode), progress)
+        for event in outcome.recovery.get("events", []):  # faults and restarts (run/faults.py)
+            when = "before step 0" if event["step"] is None else f"after step {event['step']}"
+            say(f"{event['role']}: {event['what']} at {event['t']:.1f} s, {when}: {event['detail']}")
+        if not outcome.ok:
+            raise ClusterError(f"the {name} run failed: {outcome.message}", f"logs are kept in {folder}")
+        say(f"{name}: finished, logs in {folder}")
 
 
 def _teardown(stages: Stages, backend: Backend, outcomes: dict[str, Outcome], result: Reproduction) -> None:
@@ -197,9 +207,8 @@ def run_headline(result: Reproduction) -> str:
     return line if result.passed else f"run FAILED; {line}"
 
 
-def _report(stages: Stages, settings: Settings, options: Options, backend: Backend,
-            data: DataResult | None, outcomes: dict[str, Outcome], result: Reproduction, prepared: Prepared,
-            claims: Claims) -> None:
+def _report(stages: Stages, settings: Settings, prepared: Prepared, data: DataResult | None,
+            outcomes: dict[str, Outcome], result: Reproduction, claims: Claims) -> None:
     """The report stage: its own failure is added to the run's error, never put in its place.
     The files are written once the stage has closed, so that its own record says how it ended."""
     try:
@@ -209,10 +218,11 @@ def _report(stages: Stages, settings: Settings, options: Options, backend: Backe
                 verdict=run_headline(result), passed=result.passed,
                 error=result.error or (judgement.speed_error if judgement else ""),
                 finished=datetime.now().isoformat(timespec="seconds"),
-                tuning=options.tuning, backend=backend.facts(), exposure=result.exposure, data=data_facts(data),
+                tuning=prepared.options.tuning, backend=prepared.backend.facts(), exposure=result.exposure,
+                data=data_facts(data),
                 machine=machine_facts(), checksums=checksums(settings),
                 speed=judgement.speed if judgement else None, article=ArticleFigures.of(claims),
-                modes=mode_results(options.modes, judgement, outcomes, result.evaluations),
+                modes=mode_results(prepared.options.modes, judgement, outcomes, result.evaluations),
                 rules=rule_results(judgement), stages=[], claim=result.claim, learning=result.learning,
                 verdict_lines=result.verdict_lines, kit_fixes={"request_id_fix": prepared.fix.summary})
             say(f"writing {RESULTS}, {REPORT} and {PLOT}")
@@ -226,10 +236,10 @@ def _report(stages: Stages, settings: Settings, options: Options, backend: Backe
 def write_stack(settings: Settings, options: Options, backend: SwarmBackend, echo: Echo) -> Path:
     """`invoke stack-file`: the cluster mode's Swarm stack file in a new run folder, deployed by
     nobody: for a person to read, keep, or deploy on a swarm of their own."""
-    prepared = prepare(settings, options)
-    roles = PROGRAMS[options.program].roles("cluster", options.steps, options.workers, options.tuning,
-                                            prepared.layout, backend, prepared.sources, settings.data_dir.absolute(),
-                                            train_dir(prepared.run_dir, "cluster"), fix=prepared.fix)
+    prepared = prepare(settings, RunPlan(options, backend))
+    roles = prepared.program.roles("cluster", options.steps, options.workers, options.tuning, prepared.layout,
+                                   backend, prepared.sources, settings.data_dir.absolute(),
+                                   train_dir(prepared.run_dir, "cluster"), fix=prepared.fix)
     _, path = backend.write_stack_file(prepared.run_dir, roles, "cluster")
     echo(f"the data must be in {settings.data_dir.absolute()} on every node (`invoke data` makes it here)")
     return path

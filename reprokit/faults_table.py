@@ -20,6 +20,7 @@ from reprokit.experiment import Reproduction, reproduce
 from reprokit.names import PS, worker
 from reprokit.options import (
     Given,
+    RunPlan,
     fault_plan,
     local_backend,
     program_list,
@@ -113,7 +114,8 @@ def run_faults(settings: Settings, request: FaultsRequest, command: str, echo: E
         echo(f"faults: {number} of {len(todo)}: {program}, {kind} ({fault})")
         asked = replace(options, program=program, run_id=f"{folder.name}-{program}-{kind.replace(' ', '-')}")
         backend = local_backend(settings, request.isolation, fault_plan(settings, asked, [fault], "local"))
-        results.rows.append(_row(program, kind, fault, reproduce(settings, asked, backend, echo, progress, download)))
+        results.rows.append(_row(program, kind, fault, reproduce(settings, RunPlan(asked, backend), echo, progress,
+                                                                 download)))
         _write(results)
     results.finished = datetime.now().isoformat(timespec="seconds")
     _write(results)

@@ -139,14 +139,13 @@ def run_mutants(settings: Settings, request: MutantsRequest, command: str, echo:
             echo(f"mutants: {len(results.rows) + 1} of {total}: the true {program} program, as run in {control.run_dir}")
         else:
             echo(f"mutants: {len(results.rows) + 1} of {total}: the true {program} program (standalone and cluster)")
-            control = reproduce(settings, asked, backend, echo, progress, download)
+            control = reproduce(settings, RunPlan(asked, backend), echo, progress, download)
         results.rows.append(_control_row(program, control))
         _write(results)
         for mutant in (m for m in mutants if m.program == program):
             echo(f"mutants: {len(results.rows) + 1} of {total}: {mutant.slug} ({program}): {mutant.bug}")
-            run = reproduce(settings, replace(asked, modes=("cluster",), mutant=mutant.slug,
-                                              run_id=f"{folder.name}-{mutant.slug}"),
-                            backend, echo, progress, download)
+            mutated = replace(asked, modes=("cluster",), mutant=mutant.slug, run_id=f"{folder.name}-{mutant.slug}")
+            run = reproduce(settings, RunPlan(mutated, backend), echo, progress, download)
             results.rows.append(_mutant_row(mutant, run, control, claims.learning))
             _write(results)
     results.finished = datetime.now().isoformat(timespec="seconds")

@@ -142,7 +142,7 @@ def finish(out: Out, result: experiment.Reproduction) -> experiment.Reproduction
 
 def reproduce(out: Out, s: Settings, request: optionslib.Request) -> experiment.Reproduction:
     plan = request.plan(s, out)
-    result = experiment.reproduce(s, plan.options, plan.backend, out, step_progress(out), download_progress(out))
+    result = experiment.reproduce(s, plan, out, step_progress(out), download_progress(out))
     return finish(out, result)
 
 
@@ -178,7 +178,7 @@ def client(out: Out, s: Settings, request: optionslib.Request, cluster_file: str
     plan = request.client_plan(s, cluster)
     manual.require_reachable(cluster)
     out(f"client: session on grpc://{cluster.ps}")
-    result = experiment.reproduce(s, plan.options, plan.backend, out, step_progress(out), download_progress(out))
+    result = experiment.reproduce(s, plan, out, step_progress(out), download_progress(out))
     return finish(out, result)
 
 

@@ -23,7 +23,7 @@ from reprokit.experiment import Reproduction, reproduce
 from reprokit.judge.judgement import judge_run
 from reprokit.judge.logs import parse_log, step_fields
 from reprokit.names import PLOT, REPORT, RESULTS
-from reprokit.options import Options
+from reprokit.options import Options, RunPlan
 from reprokit.report.results import RunResults
 from reprokit.run.process_backend import Loopback, ProcessBackend
 from reprokit.run_folders import RunInfo
@@ -63,7 +63,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory, kit_inputs: KitInputs) ->
     said: list[str] = []
     progress: list[tuple[str, int]] = []
     backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog)
-    result = reproduce(settings, options("it"), backend, said.append,
+    result = reproduce(settings, RunPlan(options("it"), backend), said.append,
                        lambda role, step, rate: progress.append((role, step)))
     return Finished(result, said, progress, backend)
 
@@ -183,7 +183,8 @@ def test_a_run_folder_from_an_older_run_is_never_overwritten(tmp_path: Path, kit
     old.mkdir(parents=True)
     (old / "results.json").write_text('{"verdict": "PASS"}')
     with pytest.raises(RunFolderExistsError, match=f"run folder {old} already exists"):
-        reproduce(settings, options("it"), ProcessBackend(Loopback.choose("none"), settings.watchdog), lambda line: None)
+        reproduce(settings, RunPlan(options("it"), ProcessBackend(Loopback.choose("none"), settings.watchdog)),
+                  lambda line: None)
     assert ["results.json"] == [p.name for p in old.iterdir()]
     assert '{"verdict": "PASS"}' == (old / "results.json").read_text()
 
@@ -197,7 +198,7 @@ def test_a_failed_stage_still_tears_down_and_writes_the_report(tmp_path: Path, k
         holder.listen()
         port = holder.getsockname()[1]
         backend = ProcessBackend(Loopback.choose("none", first_port=port), settings.watchdog)
-        result = reproduce(settings, options("busy", modes=("cluster",)), backend, lambda line: None)
+        result = reproduce(settings, RunPlan(options("busy", modes=("cluster",)), backend), lambda line: None)
     assert f"port {port} for the ps role" in result.error
     assert not result.passed
     statuses = {s.name: s.status for s in result.stages}
@@ -207,6 +208,7 @@ def test_a_failed_stage_still_tears_down_and_writes_the_report(tmp_path: Path, k
     assert ("run FAILED; logs not judged, claim not judged, learning not judged", False) == (
         results["verdict"], results["passed"])
     assert f"pid {os.getpid()}" in results["error"]
+    assert results["modes"]["cluster"]["outcome"] is None  # refused before any role started
     assert (result.run_dir / REPORT).is_file()
 
 
@@ -254,7 +256,8 @@ def test_a_bad_cpus_override_fails_before_any_run_folder_exists(tmp_path: Path, 
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     options = kit_options(21, data_source="auto", cpus={"worker7": "0"})
     with pytest.raises(KitError, match="worker7"):
-        reproduce(settings, options, ProcessBackend(Loopback.choose("none"), settings.watchdog), lambda _: None)
+        reproduce(settings, RunPlan(options, ProcessBackend(Loopback.choose("none"), settings.watchdog)),
+                  lambda _: None)
     assert not (tmp_path / "runs").exists() or [] == list((tmp_path / "runs").iterdir())
 
 
@@ -271,7 +274,7 @@ def test_repetitions_alternate_the_pairs_and_judge_the_claim_on_all_of_them(tmp_
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog)
     said: list[str] = []
-    result = reproduce(settings, replace(options("twice"), repetitions=2), backend, said.append)
+    result = reproduce(settings, RunPlan(replace(options("twice"), repetitions=2), backend), said.append)
     assert "" == result.error and result.passed
     stages = [s.name for s in result.stages]
     assert ["standalone", "cluster", "cluster-2", "standalone-2"] == [

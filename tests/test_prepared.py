@@ -13,7 +13,7 @@ import yaml
 
 from reprokit.errors import KitError
 from reprokit.names import RUN_FILE
-from reprokit.options import BenchRequest, Request, SweepRequest
+from reprokit.options import BenchRequest, Request, RunPlan, SweepRequest
 from reprokit.prepared import prepare
 from reprokit.programs import PROGRAMS
 from reprokit.run_folders import RunInfo, find_run
@@ -25,7 +25,7 @@ def test_prepare_applies_builds_and_writes_run_json_and_returns_what_the_run_nee
         kit: Path, settings_for: Callable[[Path], Settings]) -> None:
     """The patched sources, the fix and the layout come back with the folder: nothing is read back."""
     settings = settings_for(kit)
-    prepared = prepare(settings, Request(steps=31, run_id="one").options(settings))
+    prepared = prepare(settings, Request(steps=31, run_id="one").plan(settings))
     assert (settings.sources_dir / "cifar10_cluster_train.py").is_file()
     assert prepared.sources == settings.sources_dir.resolve()
     assert prepared.info == RunInfo.load(prepared.run_dir)
@@ -41,7 +41,7 @@ def test_a_drifted_upstream_fails_before_any_run_folder_exists(
     trainer.write_text(trainer.read_text().replace("import os.path", "import os.path  # edited"))
     settings = settings_for(kit)
     with pytest.raises(KitError):
-        prepare(settings, Request(steps=31).options(settings))
+        prepare(settings, Request(steps=31).plan(settings))
     assert not settings.runs_dir.exists() or [] == list(settings.runs_dir.iterdir())
 
 
@@ -49,8 +49,9 @@ def test_a_bench_folder_is_prepared_the_same_way_but_is_not_a_run_to_report(
         kit: Path, settings_for: Callable[[Path], Settings]) -> None:
     """bench, sweep and network folders carry run.json with their kind; `latest` skips them."""
     settings = settings_for(kit)
-    run = prepare(settings, Request(steps=31, run_id="a-run").options(settings))
-    bench = prepare(settings, BenchRequest(steps=31).plan(settings).options, "bench")
+    run = prepare(settings, Request(steps=31, run_id="a-run").plan(settings))
+    asked = BenchRequest(steps=31).plan(settings)
+    bench = prepare(settings, RunPlan(asked.options, asked.backend), "bench")
     assert "bench" == json.loads((bench.run_dir / RUN_FILE).read_text())["kind"]
     assert run.run_dir == find_run(settings.runs_dir, "latest")
 

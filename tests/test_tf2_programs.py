@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from reprokit.experiment import Reproduction, reproduce
+from reprokit.options import RunPlan
 from reprokit.run.process_backend import Loopback, ProcessBackend
 from tests.support.kit import STEPS, KitInputs, kit_options, kit_settings
 
@@ -34,7 +35,7 @@ def finished(tmp_path_factory: pytest.TempPathFactory, kit_inputs: KitInputs) ->
         said: list[str] = []
         backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog)
         options = kit_options(STEPS, 2, run_id=program, program=program)
-        found[program] = Finished(reproduce(settings, options, backend, said.append), said)
+        found[program] = Finished(reproduce(settings, RunPlan(options, backend), said.append), said)
     return found
 
 

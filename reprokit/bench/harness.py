@@ -28,7 +28,7 @@ from reprokit.judge.logs import parse_log, step_fields
 from reprokit.judge.speed import run_rate, step_rates
 from reprokit.judge.threads import dead_input_threads
 from reprokit.names import STANDALONE, log_path
-from reprokit.options import Options
+from reprokit.options import Options, RunPlan
 from reprokit.prepared import input_stages, prepare
 from reprokit.programs import PROGRAMS, Lever
 from reprokit.run.backends import Backend
@@ -56,13 +56,13 @@ class Bench:
         if not all(c.ok for c in checks):
             raise ClusterError("invoke verify fails: the benchmark measures only a verified kit",
                                "run `invoke verify` and fix what it reports")
-        self.prepared = prepare(settings, options, kind)
+        self.prepared = prepare(settings, RunPlan(options, backend), kind)
         self.verify_apply_s = round(time.monotonic() - started, 3)
         self.dir = self.prepared.run_dir
         self.fix = self.prepared.fix
         self.sources = self.prepared.sources
         # The same first stages as a reproduction's, logged in the bench's folder the same way.
-        self.data = input_stages(Stages(self.dir, echo), settings, options, self.prepared, None)
+        self.data = input_stages(Stages(self.dir, echo), settings, self.prepared, None)
         # A benchmark is an experiment with other options: the same roles, the spread layout.
         self.options = options
         self.counter = 0

@@ -20,7 +20,7 @@ from reprokit.errors import KitError
 from reprokit.experiment import Reproduction, reproduce
 from reprokit.judge.logs import resumed_log, step_fields
 from reprokit.names import log_path
-from reprokit.options import Request, fault_plan
+from reprokit.options import Request, RunPlan, fault_plan
 from reprokit.run.faults import (
     Fault,
     FaultPlan,
@@ -295,7 +295,7 @@ def faulted(tmp_path: Path, kit_inputs: KitInputs, program: str, fault: str) -> 
     options = kit_options(settings.quick_steps, program=program, run_id=program)
     backend = ProcessBackend(Loopback.choose(settings.isolation), settings.watchdog,
                              fault_plan(settings, options, [fault], "local"))
-    result = reproduce(settings, options, backend, lambda line: None)
+    result = reproduce(settings, RunPlan(options, backend), lambda line: None)
     assert result.passed, result.error
     results = json.loads((result.run_dir / "results.json").read_text())
     assert {} == results["modes"]["standalone"]["outcome"]["recovery"]  # no fault is aimed at it

@@ -18,6 +18,7 @@ import pytest
 
 from reprokit.errors import KitError
 from reprokit.experiment import reproduce
+from reprokit.options import RunPlan
 from reprokit.run import netns
 from reprokit.run.links import parse_link, parse_links
 from reprokit.run.process_backend import ProcessBackend, SimulatedHosts, role_addresses
@@ -215,7 +216,8 @@ def test_a_short_reproduction_on_simulated_hosts_passes_and_reports_addresses_li
     report shows each host's address, the link and the bytes per step."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     options = kit_options(STEPS, 2, run_id="hosts")
-    result = reproduce(settings, options, ProcessBackend(SimulatedHosts.shaped("1gbit"), settings.watchdog), lambda line: None)
+    backend = ProcessBackend(SimulatedHosts.shaped("1gbit"), settings.watchdog)
+    result = reproduce(settings, RunPlan(options, backend), lambda line: None)
     assert result.passed, result.error
     network = result.results.modes["cluster"].outcome.network
     assert "1gbit" == network["link"]
@@ -236,6 +238,7 @@ def test_each_tf2_program_trains_on_simulated_hosts_told_the_cluster_by_tf_confi
     """Only the cluster mode: each role a host of its own; every role that listens is on the LAN."""
     settings = kit_settings(tmp_path / "runs", kit_inputs)
     options = kit_options(STEPS, 2, run_id=program, modes=("cluster",), program=program)
-    result = reproduce(settings, options, ProcessBackend(SimulatedHosts.shaped("1gbit"), settings.watchdog), lambda line: None)
+    backend = ProcessBackend(SimulatedHosts.shaped("1gbit"), settings.watchdog)
+    result = reproduce(settings, RunPlan(options, backend), lambda line: None)
     assert result.passed, result.error
     assert roles == set(result.results.modes["cluster"].outcome.network["hosts"])

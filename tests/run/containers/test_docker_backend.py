@@ -24,7 +24,7 @@ import yaml
 import docker
 from reprokit.errors import DockerError
 from reprokit.experiment import reproduce
-from reprokit.options import fault_plan
+from reprokit.options import RunPlan, fault_plan
 from reprokit.run.containers.backend import DockerBackend
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.handle import ContainerHandle
@@ -462,7 +462,7 @@ def test_a_short_reproduction_in_containers_passes_and_leaves_nothing(backend: D
     for attempt in range(2):
         run_id = f"dk-{uuid.uuid4().hex[:8]}"
         steps: list[tuple[str, int]] = []
-        result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id), backend,
+        result = reproduce(settings, RunPlan(kit_options(STEPS, 2, run_id=run_id), backend),
                            lambda line: None, lambda role, step, rate: steps.append((role, step)))
         if result.passed or not _tf_retry_flake(result.run_dir) or attempt:
             break
@@ -487,8 +487,8 @@ def test_each_tf2_program_trains_in_containers_told_the_cluster_by_tf_config(bac
     """Only the cluster mode: each role a container named as the article names its hosts, each
     told its task by TF_CONFIG; the all-reduce workers reach each other, the coordinator its servers."""
     run_id = f"dk-{uuid.uuid4().hex[:8]}"
-    result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id,
-                                         modes=("cluster",), program=program), backend, lambda line: None)
+    result = reproduce(settings, RunPlan(kit_options(STEPS, 2, run_id=run_id,
+                                         modes=("cluster",), program=program), backend), lambda line: None)
     assert result.passed, result.error or "\n".join(result.judgement.summary.lines if result.judgement else [])
     assert "step 20, loss = " in (result.run_dir / f"{main}.log").read_text()
     assert 0 == result.results.modes["cluster"].outcome.exit_codes[main]
@@ -521,8 +521,8 @@ def test_a_worker_killed_mid_run_fails_the_run_naming_it(backend: DockerBackend,
     killer = threading.Thread(target=_kill_once_training, args=(docker_client, run_dir, "worker1", killed),
                               daemon=True)
     killer.start()
-    result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id,
-                                         modes=("cluster",)), backend, lambda line: None)
+    result = reproduce(settings, RunPlan(kit_options(STEPS, 2, run_id=run_id,
+                                         modes=("cluster",)), backend), lambda line: None)
     killer.join(timeout=10)
     assert 1 == len(killed) and killed[0].startswith("tf_worker_2-")
     assert not result.passed
@@ -530,6 +530,9 @@ def test_a_worker_killed_mid_run_fails_the_run_naming_it(backend: DockerBackend,
         "client was running" in result.error
     assert str(run_dir / "worker1.log") in result.error
     assert "failed" == next(s.status for s in result.stages if s.name == "cluster")
+    # The failed run's outcome reaches the report all the same.
+    failed = result.results.modes["cluster"].outcome if result.results else None
+    assert failed is not None and (False, 137) == (failed.ok, failed.exit_codes.get("worker1"))
     assert [] == labelled(docker_client, run_id)
 
 
@@ -545,7 +548,7 @@ def test_a_tf2_ps_worker_killed_by_a_fault_is_restarted_as_a_new_container(setti
     faulty = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client, watchdog=settings.watchdog,
                            faults=fault_plan(settings, options, ["kill:worker1@10"], "docker"))
     try:
-        result = reproduce(settings, options, faulty, lambda line: None)
+        result = reproduce(settings, RunPlan(options, faulty), lambda line: None)
     finally:
         assert [] == faulty.teardown()
     assert result.passed, result.error or "\n".join(result.judgement.summary.lines if result.judgement else [])

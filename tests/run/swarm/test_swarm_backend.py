@@ -18,7 +18,7 @@ import yaml
 
 import docker
 from reprokit.experiment import reproduce, write_stack
-from reprokit.options import Request, fault_plan
+from reprokit.options import Request, RunPlan, fault_plan
 from reprokit.run.containers.engine import OWNER_LABEL, RUN_LABEL
 from reprokit.run.containers.owners import boot_id
 from reprokit.run.registry import run_inputs
@@ -60,7 +60,7 @@ def test_a_short_reproduction_as_swarm_stacks_passes_and_leaves_nothing(settings
     backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm,
                            watchdog=settings.watchdog)
     run_id = f"sw-{uuid.uuid4().hex[:6]}"
-    result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id), backend,
+    result = reproduce(settings, RunPlan(kit_options(STEPS, 2, run_id=run_id), backend),
                        lambda line: None)
     assert result.passed, result.error
     for mode in ("standalone", "cluster"):
@@ -84,8 +84,8 @@ def test_each_tf2_program_trains_as_a_stack_whose_services_carry_tf_config(setti
                                                                          services):
     backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, watchdog=settings.watchdog)
     run_id = f"sw-{uuid.uuid4().hex[:6]}"
-    result = reproduce(settings, kit_options(STEPS, 2, run_id=run_id,
-                                         modes=("cluster",), program=program), backend, lambda line: None)
+    result = reproduce(settings, RunPlan(kit_options(STEPS, 2, run_id=run_id,
+                                         modes=("cluster",), program=program), backend), lambda line: None)
     assert result.passed, result.error
     found = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]
     assert services == list(found)
@@ -103,7 +103,7 @@ def test_a_tf2_ps_worker_killed_by_a_fault_is_restarted_by_the_swarm(settings, s
     options = kit_options(FAULT_STEPS, 2, run_id=run_id, modes=("cluster",), program="tf2-ps")
     backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, watchdog=settings.watchdog,
                            faults=fault_plan(settings, options, ["kill:worker1@10"], "swarm"))
-    result = reproduce(settings, options, backend, lambda line: None)
+    result = reproduce(settings, RunPlan(options, backend), lambda line: None)
     assert result.passed, result.error
     policy = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]["tf_worker_2"]
     assert "on-failure" == policy["deploy"]["restart_policy"]["condition"]
