@@ -38,7 +38,6 @@ class Prepared:
     layout and the program."""
 
     plan: RunPlan
-    program: Program
     run_dir: Path
     info: RunInfo
     sources: Path
@@ -55,6 +54,10 @@ class Prepared:
     def backend(self) -> Backend:
         return self.plan.backend
 
+    @property
+    def program(self) -> Program:
+        return PROGRAMS[self.plan.options.program]
+
 
 def prepare(settings: Settings, plan: RunPlan, kind: str = "run") -> Prepared:
     """Check the layout, apply the patches, build the fix, then make the run folder (``kind``:
@@ -63,10 +66,9 @@ def prepare(settings: Settings, plan: RunPlan, kind: str = "run") -> Prepared:
         raise ValueError(f"unknown run kind {kind!r}")
     started = time.monotonic()
     options = plan.options
-    program = PROGRAMS[options.program]
     mutant = None if options.mutant is None else mutant_of(settings.mutants_dir, options.mutant, options.program)
     layout = make_layout(options.layout, options.workers, explicit=options.cpus)
-    trainers = {mode: program.trainer(mode) for mode in MODES}
+    trainers = {mode: PROGRAMS[options.program].trainer(mode) for mode in MODES}
     if mutant is None:
         sources = settings.sources_dir
         applied = workspace.apply_all(settings.upstream_dir, settings.patches_dir, sources)
@@ -84,7 +86,7 @@ def prepare(settings: Settings, plan: RunPlan, kind: str = "run") -> Prepared:
     lines = (f"patched sources in {applied.out_dir}: " + ("already applied" if applied.already_applied else "applied"),
              f"request-id fix: {fix.summary}",
              f"run folder {run_dir} and its run.json, in {time.monotonic() - started:.1f} s")
-    return Prepared(plan, program, run_dir, info, sources.resolve(), fix, layout, lines, trainers)
+    return Prepared(plan, run_dir, info, sources.resolve(), fix, layout, lines, trainers)
 
 
 def input_stages(stages: Stages, settings: Settings, prepared: Prepared,

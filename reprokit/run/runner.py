@@ -1,9 +1,9 @@
 """The one loop every backend runs: start the servers, wait until each answers, start the rest,
 watch them all while the main role runs, and always tear every one of them down.
 
-A backend provides one `RoleHandle` (reprokit.run.roles) per role (a process here, a container, a process in a host
-namespace) and calls `Runner.run`; the loop, its errors, its timings and its watchdog are the
-same everywhere. The runner follows the main role's log: each step line is progress, and a run
+A backend provides one `RoleHandle` (reprokit.run.roles) per role (a process here, a container,
+a process in a host namespace) and calls `Runner.run`; the loop, its errors, its timings and its
+watchdog are the same everywhere. The runner follows the main role's log: each step line is progress, and a run
 whose step lines stop coming is stopped by the watchdog, with the evidence.
 """
 
