@@ -154,7 +154,7 @@ class Event:
     t: float  # seconds since the run started
     step: int | None  # the main role's last logged step
     role: str
-    what: str  # fault, exited, restarted, serving, not restarted; cluster restarted
+    what: str  # fault, exited, restarted, serving, not restarted, not serving; cluster restarted
     detail: str = ""
 
 
@@ -265,6 +265,17 @@ class Recovery:
             if handle.returncode() is None and not handle.unreachable():
                 self.waiting.discard(role)
                 self._note(role, "serving", f"{handle.spec.address} answers again")
+
+    def on_main_finished(self) -> None:
+        """The main role ended with 0: a restart still in its backoff is not started, and a
+        restarted server not yet answering is not waited for; the timeline says so, so that a run
+        that finished before its restart does not read as one whose restart was never due."""
+        for role in sorted(self.due):
+            self._note(role, "not restarted", f"the {role} role's restart was still due when the run finished")
+        for role in sorted(self.waiting):
+            self._note(role, "not serving", f"the {role} role's next incarnation did not answer before the run finished")
+        self.due.clear()
+        self.waiting.clear()
 
     def steps_redone(self) -> int:
         """whole: the steps run again after the restarts, at least: from the step lines (every

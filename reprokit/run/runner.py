@@ -145,6 +145,8 @@ class Runner:
                         raise _Died(self.main, f"and was not restarted: {refusal}" if refusal else "")
                 self._restart_all()
                 code = self._watch()
+            if self.recovery is not None:
+                self.recovery.on_main_finished()
             ok = True
         except _Died as exc:
             died = exc

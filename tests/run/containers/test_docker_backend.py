@@ -540,13 +540,15 @@ def test_a_worker_killed_mid_run_fails_the_run_naming_it(backend: DockerBackend,
 @pytest.mark.slow
 def test_a_tf2_ps_worker_killed_by_a_fault_is_restarted_as_a_new_container(settings, kit_image, docker_client,
                                                                            no_leftover_containers):
-    """`--backend docker --program tf2-ps --fault kill:worker1@10`: the kit's runner kills worker1's
-    container, starts its next incarnation as a container of its own under the same alias, and the
-    coordinator finishes every planned step; both incarnations' logs are kept; nothing is left."""
+    """`--backend docker --program tf2-ps --workers 1 --fault kill:worker0@10`: the kit's runner kills
+    the only worker's container, and the coordinator, which has no other worker to send steps to,
+    waits; the kit starts the worker's next incarnation as a container of its own under the same
+    alias, and the coordinator finishes every planned step; both incarnations' logs are kept; nothing
+    is left. One worker, so that the restart is what the run waits for, however fast the machine."""
     run_id = f"dk-{uuid.uuid4().hex[:8]}"
-    options = kit_options(FAULT_STEPS, 2, run_id=run_id, modes=("cluster",), program="tf2-ps")
+    options = kit_options(FAULT_STEPS, 1, run_id=run_id, modes=("cluster",), program="tf2-ps")
     faulty = DockerBackend(run_inputs(settings), kit_image.tag, client=docker_client, watchdog=settings.watchdog,
-                           faults=fault_plan(settings, options, ["kill:worker1@10"], "docker"))
+                           faults=fault_plan(settings, options, ["kill:worker0@10"], "docker"))
     try:
         result = reproduce(settings, RunPlan(options, faulty), lambda line: None)
     finally:
@@ -555,9 +557,9 @@ def test_a_tf2_ps_worker_killed_by_a_fault_is_restarted_as_a_new_container(setti
     recovery = result.results.modes["cluster"].outcome.recovery
     assert ["fault", "exited", "restarted", "serving"] == [e["what"] for e in recovery["events"]]
     assert "exit code 137" == recovery["events"][1]["detail"]
-    assert {"worker1": 1} == recovery["restarts"]
+    assert {"worker0": 1} == recovery["restarts"]
     assert "step 50, loss = " in (result.run_dir / "client.log").read_text()
-    second = (result.run_dir / "worker1.2.log").read_text()
-    assert " --name tf_worker_2-" in second.split("\n")[0] and ".2 " in second.split("\n")[0]
-    assert "serving /job:worker/task:1" in second
+    second = (result.run_dir / "worker0.2.log").read_text()
+    assert " --name tf_worker_1-" in second.split("\n")[0] and ".2 " in second.split("\n")[0]
+    assert "serving /job:worker/task:0" in second
     assert [] == labelled(docker_client, run_id)

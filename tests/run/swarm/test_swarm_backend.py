@@ -96,23 +96,24 @@ def test_each_tf2_program_trains_as_a_stack_whose_services_carry_tf_config(setti
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_a_tf2_ps_worker_killed_by_a_fault_is_restarted_by_the_swarm(settings, swarm, kit_image):
-    """`--backend swarm --program tf2-ps --fault kill:worker1@10`: the kit kills worker1's task,
-    the swarm starts its next task by the stack's restart policy, and the coordinator finishes every
-    planned step; each task's lines go to a log of its own; nothing is left."""
+    """`--backend swarm --program tf2-ps --workers 1 --fault kill:worker0@10`: the kit kills the only
+    worker's task, and the coordinator waits for it; the swarm starts its next task by the stack's
+    restart policy, and the coordinator finishes every planned step; each task's lines go to a log
+    of its own; nothing is left. One worker, so that the restart is what the run waits for."""
     run_id = f"sw-{uuid.uuid4().hex[:6]}"
-    options = kit_options(FAULT_STEPS, 2, run_id=run_id, modes=("cluster",), program="tf2-ps")
+    options = kit_options(FAULT_STEPS, 1, run_id=run_id, modes=("cluster",), program="tf2-ps")
     backend = SwarmBackend(run_inputs(settings), kit_image.tag, client=swarm, watchdog=settings.watchdog,
-                           faults=fault_plan(settings, options, ["kill:worker1@10"], "swarm"))
+                           faults=fault_plan(settings, options, ["kill:worker0@10"], "swarm"))
     result = reproduce(settings, RunPlan(options, backend), lambda line: None)
     assert result.passed, result.error
-    policy = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]["tf_worker_2"]
+    policy = yaml.safe_load((result.run_dir / "stack-cluster.yml").read_text())["services"]["tf_worker_1"]
     assert "on-failure" == policy["deploy"]["restart_policy"]["condition"]
     recovery = result.results.modes["cluster"].outcome.recovery
     assert ["fault", "exited", "restarted", "serving"] == [e["what"] for e in recovery["events"]]
     assert "exit code 137" == recovery["events"][1]["detail"]
     assert "step 50, loss = " in (result.run_dir / "client.log").read_text()
-    first, second = (result.run_dir / "worker1.log").read_text(), (result.run_dir / "worker1.2.log").read_text()
-    assert 1 == first.count("serving /job:worker/task:1") == second.count("serving /job:worker/task:1")
+    first, second = (result.run_dir / "worker0.log").read_text(), (result.run_dir / "worker0.2.log").read_text()
+    assert 1 == first.count("serving /job:worker/task:0") == second.count("serving /job:worker/task:0")
     assert "task 2 of service" in second.split("\n")[0]
     assert [] == stacks_of(swarm, run_id)
 
