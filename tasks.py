@@ -187,11 +187,14 @@ def report(c, run="latest"):
             "source": "data source, as for `invoke data`",
             "isolation": "as for reproduce's local backend",
             "control": "a finished `invoke reproduce` of the one program asked for, to judge its mutants against "
-                       "instead of running the true program again"})
-def mutants(c, quick=False, steps=None, programs=None, only=None, source=None, isolation=None, control=None):
-    """The learning verdict on known answers: each true program and each mutant of mutants/; a table."""
+                       "instead of running the true program again",
+            "probe-only": "the update check alone (minutes): every cluster's steps held to its standalone's; "
+                          "the logs' clock rule where the catalogue says the logs catch a mutant"})
+def mutants(c, quick=False, steps=None, programs=None, only=None, source=None, isolation=None, control=None,
+            probe_only=False):
+    """The verdicts on known answers: each true program and each mutant of mutants/; a table."""
     command = "invoke mutants " + " ".join(arg for arg in sys.argv[2:])
-    _run(views.mutants, c, MutantsRequest(steps, quick, programs, only, source, isolation, control),
+    _run(views.mutants, c, MutantsRequest(steps, quick, programs, only, source, isolation, control, probe_only),
          command.strip())
 
 

@@ -1,4 +1,5 @@
-"""A reproduction as named stages: prepare, data, standalone, cluster, eval, check, teardown, report.
+"""A reproduction as named stages: prepare, data, updates, standalone, cluster, eval, check,
+teardown, report.
 
 A plan, checked where the request came in (reprokit.options), is prepared once (reprokit.prepared);
 every stage then takes the prepared run and calls only down, into the data, the roles, the
@@ -27,11 +28,12 @@ from reprokit.judge.claims import (
     judge_speedup,
     load_claims,
     loss_course,
-    three_part_lines,
+    verdict_lines,
 )
 from reprokit.judge.evaluation import Evaluation, evaluate
 from reprokit.judge.judgement import Judgement, judge_run
 from reprokit.judge.logs import step_fields
+from reprokit.judge.speed import speedup_ceiling
 from reprokit.names import (
     PLOT,
     REPORT,
@@ -41,7 +43,7 @@ from reprokit.names import (
     repetition_dir,
     train_dir,
 )
-from reprokit.options import Options, RunPlan
+from reprokit.options import Options, RunPlan, local_backend
 from reprokit.prepared import Prepared, input_stages, prepare
 from reprokit.programs import PROGRAMS
 from reprokit.report import markdown as report
@@ -60,6 +62,8 @@ from reprokit.run_folders import RunInfo
 from reprokit.settings import Settings
 from reprokit.sources import workspace
 from reprokit.stages import StageRecord, Stages
+from reprokit.updates.check import UPDATES, Place, check_updates
+from reprokit.updates.verdict import UpdatesVerdict, not_judged
 
 if TYPE_CHECKING:  # the Docker SDK is loaded only by `invoke stack-file`
     from reprokit.run.swarm.backend import SwarmBackend
@@ -77,6 +81,7 @@ class Reproduction:
     evaluations: dict[str, Evaluation] = field(default_factory=dict)
     claim: ClaimVerdict | None = None
     learning: ClaimVerdict | None = None
+    updates: UpdatesVerdict | None = None
     verdict_lines: list[str] = field(default_factory=list)
 
     @property
@@ -98,6 +103,7 @@ def reproduce(settings: Settings, plan: RunPlan, echo: Echo, progress: Progress 
     data: DataResult | None = None
     try:
         data = input_stages(stages, settings, prepared, download)
+        _check_updates(stages, settings, prepared, data, outcomes, result)
         # Pair 1 in the run folder, the others in repetitions/<n>/, every other pair cluster first,
         # so that a drift of the machine falls on both modes alike (as the bench pairs its runs).
         modes = prepared.options.modes
@@ -112,7 +118,7 @@ def reproduce(settings: Settings, plan: RunPlan, echo: Echo, progress: Progress 
             result.judgement = judge_run(result.run_dir, settings.rules, prepared.info)
             for line in result.judgement.summary.lines:
                 say(line)
-            _judge_claims(claims, result)
+            _judge_claims(claims, result, prepared)
             for line in result.verdict_lines:
                 say(line)
     except (KitError, OSError) as exc:
@@ -150,6 +156,25 @@ def _train(stages: Stages, prepared: Prepared, data: DataResult, number: int, mo
         say(f"{name}: finished, logs in {folder}")
 
 
+def _check_updates(stages: Stages, settings: Settings, prepared: Prepared, data: DataResult,
+                   outcomes: dict[str, Outcome], result: Reproduction) -> None:
+    """The fourth verdict, before the long runs: a few steps of the cluster held, exactly, to its
+    standalone's (reprokit.updates); on this machine's processes whatever the plan's backend."""
+    if "cluster" not in prepared.options.modes:
+        return
+    if not settings.update_check:
+        result.updates = not_judged("the update check is off (invoke.yaml's update_check)")
+        return
+    with stages.stage("updates") as say:
+        backend = prepared.backend if prepared.backend.name == "local" else local_backend(settings, None)
+        checked = check_updates(prepared.program, Place(backend, prepared.sources, data.data_dir, prepared.fix),
+                                result.run_dir / UPDATES, workers=prepared.options.workers,
+                                cluster_trainer=prepared.trainers["cluster"], echo=say)
+        outcomes.update(checked.outcomes)
+        result.updates = checked.verdict
+        say(f"{'updates:':<10}{result.updates.line}")
+
+
 def _teardown(stages: Stages, backend: Backend, outcomes: dict[str, Outcome], result: Reproduction) -> None:
     with stages.stage("teardown") as say:
         left = left_running(backend, outcomes)
@@ -181,29 +206,34 @@ def evaluate_run(settings: Settings, run_dir: Path, echo: Echo) -> dict[str, Eva
     return found
 
 
-def _judge_claims(claims: Claims, result: Reproduction) -> None:
+def _judge_claims(claims: Claims, result: Reproduction, prepared: Prepared) -> None:
     """The claim of the program that ran and the learning, judged apart from the logs: the
-    three-part verdict."""
+    three-part verdict. The speed-up is the kit's clock's, held below what the plan's workers
+    and CPUs can do; the programs' own figure is named beside it."""
     judgement = result.judgement
     if judgement is None:
         return
     speed = judgement.speed.speedup if judgement.speed else None
     info = result.info
+    layout, program = prepared.layout, prepared.program
+    ceiling = speedup_ceiling(info.workers, layout.held(program.role_names("cluster", info.workers)),
+                              layout.held(program.role_names("standalone", info.workers)))
     result.claim = judge_speedup(claims.speedup.get(info.program), speed, program=info.program,
-                                 workers=info.workers, drift=claims.drift)
+                                 workers=info.workers, drift=claims.drift, ceiling=ceiling,
+                                 reported=judgement.speed.reported if judgement.speed else None)
     losses = {mode: [(f.step, f.loss) for f in step_fields(records)] for mode, records in judgement.records.items()}
     course = loss_course(losses.get("standalone", []), losses.get("cluster", []), claims.learning.loss_margin)
     evaluations = result.evaluations
     result.learning = judge_learning(claims.learning, evaluations.get("standalone"), evaluations.get("cluster"), course)
     summary = judgement.summary
-    result.verdict_lines = three_part_lines(summary.passed, summary.checked, len(summary.failed),
-                                            result.claim, result.learning)
+    result.verdict_lines = verdict_lines(summary.passed, summary.checked, len(summary.failed),
+                                         result.claim, result.learning, result.updates)
 
 
 def run_headline(result: Reproduction) -> str:
-    """The three verdicts in one line, after what stopped the run if it did not complete."""
+    """The four verdicts in one line, after what stopped the run if it did not complete."""
     logs = result.judgement.summary.passed if result.judgement else None
-    line = headline(logs, result.claim, result.learning)
+    line = headline(logs, result.claim, result.learning, result.updates)
     return line if result.passed else f"run FAILED; {line}"
 
 
@@ -221,9 +251,11 @@ def _report(stages: Stages, settings: Settings, prepared: Prepared, data: DataRe
                 tuning=prepared.options.tuning, backend=prepared.backend.facts(), exposure=result.exposure,
                 data=data_facts(data),
                 machine=machine_facts(), checksums=checksums(settings),
-                speed=judgement.speed if judgement else None, article=ArticleFigures.of(claims),
-                modes=mode_results(prepared.options.modes, judgement, outcomes, result.evaluations),
+                speed=judgement.speed if judgement else None, article=ArticleFigures.of(claims, settings.article_logs),
+                modes=mode_results(prepared.options.modes, prepared.options.workers, judgement, outcomes,
+                                   result.evaluations),
                 rules=rule_results(judgement), stages=[], claim=result.claim, learning=result.learning,
+                updates=result.updates,
                 verdict_lines=result.verdict_lines, kit_fixes={"request_id_fix": prepared.fix.summary})
             say(f"writing {RESULTS}, {REPORT} and {PLOT}")
         result.results.stages = list(stages.records)

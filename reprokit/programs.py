@@ -21,7 +21,7 @@ from reprokit.errors import KitError
 from reprokit.names import CLIENT, PS, STANDALONE, cluster_role_names, worker
 from reprokit.run.request_ids import RequestIdFix
 from reprokit.run.roles import (
-    Instruments,
+    Instrument,
     RoleSpec,
     Trainer,
     TrainingArgs,
@@ -132,7 +132,7 @@ class Program:
         return worker(0) if self.shape == ALL_REDUCE else CLIENT
 
     def roles(self, mode: str, steps: int, workers: int, tuning: Tuning, layout: CpuLayout, backend: Backend,
-              sources: Path, data_dir: Path, train_dir: Path, instruments: Instruments | None = None,
+              sources: Path, data_dir: Path, train_dir: Path, instruments: Instrument | None = None,
               fix: RequestIdFix = RequestIdFix(None), trainer_file: str | None = None,
               levers: Sequence[str] = ()) -> list[RoleSpec]:
         """The roles of one mode, in start order: what a reproduction and the benchmark both run.

@@ -12,7 +12,7 @@ from reprokit.files import FOLDER_MODE, write_json
 from reprokit.names import RUN_FILE
 
 # What a folder under runs/ holds: a run (judged and reported), or a benchmark's runs.
-RUN_KINDS = ("run", "bench", "sweep", "network")
+RUN_KINDS = ("run", "bench", "sweep", "network", "mutants")
 
 
 def new_run_dir(runs_root: Path, run_id: str | None = None, now: datetime | None = None) -> Path:

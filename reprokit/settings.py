@@ -60,6 +60,7 @@ class Settings:
     retryable_exit_codes: str
     backoff_limit: int
     restart_backoff_s: float
+    update_check: bool
 
     @property
     def watchdog(self) -> Watchdog:

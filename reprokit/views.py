@@ -112,12 +112,13 @@ def data(out: Out, s: Settings, source: str | None, records: optionslib.Given, d
 
 
 def step_progress(out: Out) -> Callable[[str, int, float], None]:
-    return lambda role, step, rate: out(f"  {role:<10} step {step:5d}  {rate:8.1f} examples/sec")
+    # The trainer's own figure, as it goes: the kit's clock times the run once its log is whole.
+    return lambda role, step, rate: out(f"  {role:<10} step {step:5d}  {rate:8.1f} examples/sec, as it reports")
 
 
 def finish(out: Out, result: experiment.Reproduction) -> experiment.Reproduction:
-    """The end of a run: its error, where it is, the speed table, and the three-part verdict
-    (logs, claim, learning); a run that did not complete ends in one FAIL line instead."""
+    """The end of a run: its error, where it is, the speed table, and the four verdicts (logs,
+    claim, learning, updates); a run that did not complete ends in one FAIL line instead."""
     if result.error:
         out("error: " + result.error)
     out(f"run folder: {result.run_dir}")
@@ -136,7 +137,7 @@ def finish(out: Out, result: experiment.Reproduction) -> experiment.Reproduction
     else:
         for line in result.verdict_lines[:1]:  # the logs' line: how many rules failed
             out(line)
-    out(f"{'verdict:':<10}{experiment.run_headline(result)}")  # the last line: all three parts, always
+    out(f"{'verdict:':<10}{experiment.run_headline(result)}")  # the last line: all four parts, always
     return result
 
 
@@ -213,7 +214,7 @@ def evaluate(out: Out, s: Settings, run: str) -> dict[str, Evaluation]:
 def _article(s: Settings) -> ArticleFigures:
     """The article's figures from claims.yaml, beside which a table or plot shows what ran; read
     before anything runs, so that a broken claims file stops a bench before its first run."""
-    return ArticleFigures.of(load_claims(s.claims, list(PROGRAMS)))
+    return ArticleFigures.of(load_claims(s.claims, list(PROGRAMS)), s.article_logs)
 
 
 def report(out: Out, s: Settings, run: str) -> None:

@@ -154,18 +154,20 @@ def test_every_stage_ran_in_order_with_its_own_log(finished: Finished):
 
 
 @pytest.mark.slow
-def test_each_mode_is_evaluated_above_chance_and_the_verdict_has_three_parts(finished: Finished):
-    """precision @ 1 of each mode's checkpoint with its interval; logs, claim and learning judged."""
+def test_each_mode_is_evaluated_above_chance_and_the_verdict_has_four_parts(finished: Finished):
+    """precision @ 1 of each mode's checkpoint with its interval; logs, claim and learning judged,
+    and the update check off here (tests/test_mutants.py runs it) and saying so."""
     result = finished.result
     for mode in ("standalone", "cluster"):
         e = result.evaluations[mode]
         assert ("", STEPS - 1) == (e.error, e.step)
         assert e.low is not None and e.low > 0.10 and e.low <= (e.precision or 0) <= (e.high or 0)
-    assert ["logs:", "claim:", "learning:"] == [line.split()[0] for line in result.verdict_lines]
+    assert ["logs:", "claim:", "learning:", "updates:"] == [line.split()[0] for line in result.verdict_lines]
     # 21 steps log three step rates in all, two after warm-up: too few to judge the claim.
     assert result.claim is not None and "INCONCLUSIVE" == result.claim.status
     assert result.learning is not None and result.learning.status in ("SAME", "DIFFERENT", "INCONCLUSIVE")
     assert all(line in finished.said for line in result.verdict_lines)  # the check stage said them
+    assert "updates:  NOT JUDGED  the update check is off (invoke.yaml's update_check)" == result.verdict_lines[3]
 
 
 @pytest.mark.slow
@@ -205,7 +207,7 @@ def test_a_failed_stage_still_tears_down_and_writes_the_report(tmp_path: Path, k
     assert {"prepare": "ok", "data": "ok", "cluster": "failed", "teardown": "ok"}.items() <= statuses.items()
     assert "check" not in statuses
     results = json.loads((result.run_dir / RESULTS).read_text())
-    assert ("run FAILED; logs not judged, claim not judged, learning not judged", False) == (
+    assert ("run FAILED; logs not judged, claim not judged, learning not judged, updates NOT JUDGED", False) == (
         results["verdict"], results["passed"])
     assert f"pid {os.getpid()}" in results["error"]
     assert results["modes"]["cluster"]["outcome"] is None  # refused before any role started

@@ -110,12 +110,12 @@ HYPERPARAMETER = re.compile(r"^[A-Z_]+ = ([0-9.]+)\b", re.MULTILINE)
 @functools.cache
 def everywhere() -> frozenset[str]:
     """Figures any page may quote: the article's, as the kit's reports print them beside every
-    run's, those of the method every report states, the lesson's target, which every bench
+    run's (its own, and timed by its lines), those of the method every report states, the lesson's target, which every bench
     prints, and the tutorial's hyperparameters."""
     art = article_figures()
     printed = [format_number(art.standalone_rate, 1), format_number(art.cluster_rate, 1),
                format_number(art.speedup, 2, "x"), format_share(art.speedup / art.workers), METHOD,
-               format_number(TARGET_SPEEDUP, 2, "x"),
+               format_number(TARGET_SPEEDUP, 2, "x"), art.line_times(),
                *HYPERPARAMETER.findall((REPO / "upstream" / "cifar10.py").read_text())]
     return frozenset(figures(" ".join(printed)))
 

@@ -46,10 +46,10 @@ def _plan(run_dir: Path, role: str) -> dict[str, object]:
 
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("program", PROGRAMS)
-def test_a_quick_reproduction_ends_in_a_three_part_verdict_with_logs_passing(finished, program):
+def test_a_quick_reproduction_ends_in_four_verdicts_with_logs_passing(finished, program):
     result = finished[program].result
     assert result.passed, result.error
-    assert ["logs:", "claim:", "learning:"] == [line.split()[0] for line in result.verdict_lines]
+    assert ["logs:", "claim:", "learning:", "updates:"] == [line.split()[0] for line in result.verdict_lines]
     assert result.verdict_lines[0].split()[1] == "PASS"
     for mode in ("standalone", "cluster"):
         e = result.evaluations[mode]

@@ -57,7 +57,7 @@ def finished(run_dir: Path, exposure: Exposure | None, error: str = "") -> Repro
                         verdict_lines=results.verdict_lines)
 
 
-def test_the_end_of_a_run_shows_table_threads_report_and_the_three_part_verdict(tmp_path: Path):
+def test_the_end_of_a_run_shows_table_threads_report_and_the_verdicts(tmp_path: Path):
     run = tmp_path / "lesson-quick"
     shutil.copytree(RUNS / "lesson-quick", run)
     lines: list[str] = []
@@ -68,7 +68,8 @@ def test_the_end_of_a_run_shows_table_threads_report_and_the_three_part_verdict(
     assert [f"run folder: {run}", f"report: {run / 'report.md'}"] == [lines[0], lines[-5]]
     assert ["logs:     PASS  (32 rules, 0 failed)", "claim:    REPRODUCED", "learning: SAME"] == \
         [lines[-4], lines[-3][:len("claim:    REPRODUCED")], lines[-2][:len("learning: SAME")]]
-    assert "verdict:  logs PASS, claim REPRODUCED, learning SAME" == lines[-1]  # the last line carries all three
+    # The last line carries every verdict; a run of an older kit had no update check.
+    assert "verdict:  logs PASS, claim REPRODUCED, learning SAME, updates not judged" == lines[-1]
 
 
 def test_a_failed_run_ends_in_fail_after_saying_its_servers_were_exposed(tmp_path: Path):
@@ -79,7 +80,7 @@ def test_a_failed_run_ends_in_fail_after_saying_its_servers_were_exposed(tmp_pat
                                         error="the cluster run failed"))
     assert "error: the cluster run failed" == lines[0]
     assert ["the servers were reachable on every interface of this machine", "logs:     PASS  (32 rules, 0 failed)",
-            "verdict:  run FAILED; logs PASS, claim REPRODUCED, learning SAME"] == lines[-3:]
+            "verdict:  run FAILED; logs PASS, claim REPRODUCED, learning SAME, updates not judged"] == lines[-3:]
 
 
 def test_download_progress_draws_a_bar_every_five_percent():

@@ -2,8 +2,9 @@
 `asdict` of these dataclasses, and the tables and plots read them back as such.
 
 Every speed figure is an Estimate of the kit's one estimator (reprokit.judge.speed) with its
-95% interval, and every run keeps its step rates after warm-up: the samples behind the figures,
-so that any figure can be recomputed from the file.
+95% interval, and every run keeps its rates by the kit's clock: the samples behind the figures,
+so that any figure can be recomputed from the file. A file written before the kit timed runs
+itself holds the programs' own figures there, and says so (``BenchRun.rates_by``).
 """
 
 from __future__ import annotations
@@ -26,16 +27,21 @@ class LastLoss:
     loss: float
 
 
+# What a run's step_rates were timed by: the kit's clock, or (files of an older kit) the
+# programs' own examples/sec.
+KIT_CLOCK, PROGRAMS_OWN = "kit clock", "programs' own figures"
+
+
 @dataclass
 class BenchRun:
-    """One run of one mode: its figure (the median after warm-up) and the step rates behind it."""
+    """One run of one mode: its figure (the median of its rates) and the rates behind it."""
 
     mode: str
     workers: int
     program: str
     folder: str
     rate: float | None  # the run's own figure: the median of step_rates
-    step_rates: list[float]  # each logged step's examples/sec, warm-up dropped, in step order
+    step_rates: list[float]  # each timed interval's examples/sec by the kit's clock, in step order
     cpu_seconds: dict[str, float] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     first_step_after_ready_s: float | None = None
@@ -44,6 +50,8 @@ class BenchRun:
     probe: dict[str, object] = field(default_factory=dict)  # probe.json, as the probe wrote it
     network: dict[str, object] = field(default_factory=dict)  # the hosts backend's hosts and bytes
     threads: ThreadCpu | None = None  # each role's CPU by thread group (processes only; older files lack it)
+    reported_rates: list[float] = field(default_factory=list)  # what the program printed, step 0 left out
+    rates_by: str = PROGRAMS_OWN  # what timed step_rates: KIT_CLOCK in every file this kit writes
 
 
 def speedup_of(pairs: Sequence[tuple[BenchRun, BenchRun]]) -> Estimate | None:

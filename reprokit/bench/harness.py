@@ -19,13 +19,13 @@ from pathlib import Path
 from typing import cast
 
 from reprokit.bench.chrome_trace import write_chrome_trace
-from reprokit.bench.findings import BenchRun, CpuShare, LastLoss
+from reprokit.bench.findings import KIT_CLOCK, BenchRun, CpuShare, LastLoss
 from reprokit.bench.tf2_trace import join_worker_traces
 from reprokit.bench.timeline import Trace
 from reprokit.commands import Echo
 from reprokit.errors import ClusterError
 from reprokit.judge.logs import parse_log, step_fields
-from reprokit.judge.speed import run_rate, step_rates
+from reprokit.judge.speed import clock_rates, examples_per_step, rate_estimate, reported_rates
 from reprokit.judge.threads import dead_input_threads
 from reprokit.names import STANDALONE, log_path
 from reprokit.options import Options, RunPlan
@@ -122,10 +122,12 @@ class Bench:
         return outcome
 
     def _measured(self, folder: Path, outcome: Outcome, role: str, mode: str, options: Options) -> BenchRun:
-        """The run of ``role`` in ``folder``, from its log: its rate and the step rates behind it."""
+        """The run of ``role`` in ``folder``, from its log: its rate by the kit's clock and the
+        interval rates behind it, and what the program printed of itself beside them."""
         records = parse_log(log_path(folder, role), role)
         steps_logged = step_fields(records)
-        rate = run_rate(steps_logged)
+        rates = clock_rates(records, examples_per_step(mode, options.workers))
+        rate = rate_estimate([rates]).value if rates else None
         first = next((r.logged_at for r in records if r.step is not None and r.logged_at), None)
         ready = outcome.timings.get("servers_reachable", outcome.timings.get(f"{role}_started", 0.0))
         after_ready = None if first is None else round(
@@ -134,11 +136,11 @@ class Bench:
                                                           if after_ready is not None else ""))
         last = steps_logged[-1] if steps_logged else None
         return BenchRun(mode, options.workers, options.program, folder.name, rate,
-                        step_rates(steps_logged), dict(outcome.cpu_seconds),
+                        rates, dict(outcome.cpu_seconds),
                         dict(outcome.timings), after_ready,
                         None if last is None else LastLoss(last.step, last.loss),
                         sum(len(r) for r in dead_input_threads(records).values()), {}, dict(outcome.network),
-                        outcome.threads)
+                        outcome.threads, reported_rates(steps_logged), KIT_CLOCK)
 
 
 def ceiling_roles(options: Options, backend: Backend, sources: Path, data_dir: Path, folder: Path,

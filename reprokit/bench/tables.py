@@ -1,7 +1,7 @@
 """Tables and plots of `invoke bench` and `invoke sweep` results, each figure with its 95% interval.
 
 A figure prints as `1.34x (1.21-1.49)` (judge.speed's format_estimate, brief); a line above each
-table says what the brackets are (the 95% interval, n, the method in short, the step rates behind
+table says what the brackets are (the 95% interval, n, the method in short, the rates behind
 it). Plots draw the same intervals as error bars.
 """
 
@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from reprokit.bench.findings import (
     CEILING_CPUS,
+    KIT_CLOCK,
     NO_LEVER,
     NONE_CHANGE,
     AblationRow,
@@ -24,7 +25,7 @@ from reprokit.bench.findings import (
 )
 from reprokit.bench.network import bandwidth_name, busiest
 from reprokit.figures import new_figure, write_figure
-from reprokit.judge.speed import Estimate, format_estimate, format_number, format_share
+from reprokit.judge.speed import Estimate, format_estimate, format_number, format_share, speedup_ceiling
 from reprokit.report.results import ArticleFigures
 from reprokit.run.thread_cpu import GROUPS, ThreadCpu
 
@@ -43,7 +44,7 @@ def interval_line(estimates: Iterable[Estimate | None], what: str) -> str:
     methods = list(dict.fromkeys(e.method for e in present))
     fewest, most = min(e.samples for e in present), max(e.samples for e in present)
     return (f"{what}: 95% CI in brackets, n = {'/'.join(map(str, ns))}; method: {'; '.join(methods)}; "
-            f"{fewest if fewest == most else f'{fewest}-{most}'} step rates behind each figure")
+            f"{fewest if fewest == most else f'{fewest}-{most}'} rates behind each figure")
 
 
 def ceiling_name(ceiling: Ceiling) -> str:
@@ -59,20 +60,39 @@ def _ceiling_lines(ceiling: Ceiling | None) -> list[str]:
             "(a ratio of two estimates, shown without an interval of its own)"]
 
 
+def speedup_cell(estimate: Estimate | None, workers: int, cpus: int) -> str:
+    """A speed-up as a table shows it; IMPOSSIBLE after one whose whole interval lies above what
+    ``workers`` on ``cpus`` CPUs (against one standalone on one) can do: a fault of the measurement."""
+    cell = format_estimate(estimate, brief=True)
+    ceiling = speedup_ceiling(workers, cpus, 1)
+    if estimate is not None and estimate.low > ceiling:
+        cell += f" IMPOSSIBLE (above {ceiling:.2f}x)"
+    return cell
+
+
+def timed_by_line(runs: Iterable[BenchRun]) -> list[str]:
+    """A line for a file of a kit that did not time runs itself: its rates are the programs' own."""
+    if all(run.rates_by == KIT_CLOCK for run in runs):
+        return []
+    return ["rates: what the programs printed of their own speed (a file of a kit that did not yet time the "
+            "step lines itself), not the kit's clock"]
+
+
 def bench_lines(r: BenchResults, article: ArticleFigures) -> list[str]:
     ceiling = r.ceiling
+    runs = [run for rep in r.repetition_results for run in (*rep.standalone.values(), *rep.clusters)]
     lines = [f"rule: {r.warmup_rule}; {r.repetitions} repetitions, {r.steps} steps a run; "
              f"request-id fix {r.request_id_fix}",
              interval_line([row.speedup for row in r.rows] + ([ceiling.speedup] if ceiling else []),
                            "speed-ups (cluster / its program's standalone, paired by repetition)"),
-             *_ceiling_lines(ceiling), "",
+             *_ceiling_lines(ceiling), *timed_by_line(runs), "",
              "| row | standalone ex/s | cluster ex/s | speed-up | efficiency | per repetition |"
              + (" share of ceiling |" if ceiling else ""),
              "| --- | ---: | ---: | ---: | ---: | --- |" + (" ---: |" if ceiling else "")]
     for row in r.rows:
         lines.append(f"| {row.name} | {format_estimate(row.standalone_rate, '', 1, brief=True)} | "
                      f"{format_estimate(row.cluster_rate, '', 1, brief=True)} | "
-                     f"{format_estimate(row.speedup, brief=True)} | {format_share(row.efficiency)} | "
+                     f"{speedup_cell(row.speedup, r.workers, row.cpu_share.cpus)} | {format_share(row.efficiency)} | "
                      f"{', '.join(format_number(s, 2, 'x') for s in row.per_repetition)} |"
                      + (f" {format_share(row.share_of_ceiling)} |" if ceiling else ""))
     if ceiling:
@@ -269,7 +289,7 @@ def sweep_lines(r: SweepResults) -> list[str]:
         for p in data.points:
             note = f"oversubscribed: {p.workers} workers on {r.cpus} CPUs" if p.oversubscribed else ""
             lines.append(f"| {p.workers} | {format_estimate(p.rate, '', 1, brief=True)} | "
-                         f"{format_estimate(p.speedup, brief=True)} | {p.workers}.00x | {note} |")
+                         f"{speedup_cell(p.speedup, p.workers, r.cpus)} | {p.workers}.00x | {note} |")
     return lines
 
 

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprokit.judge.logs import LogRecord, StepFields
+from reprokit.judge.speed import SpeedError, intervals
 from reprokit.judge.rules import (
     MODES,
     SCOPES,
+    ClockCheck,
     CompareCheck,
     OrderCheck,
     PatternCheck,
@@ -27,6 +29,8 @@ from reprokit.judge.rules import (
     Value,
 )
 
+# Fewer timed intervals than this, and a program's figures are too few to hold to the kit's clock.
+MIN_INTERVALS = 3
 # The evidence lines a verdict shows, in the summary and in results.json: enough to see why,
 # not a whole log.
 MAX_EVIDENCE = 10
@@ -151,6 +155,8 @@ class _Checker:
             outcome = self.reference(c)
         elif isinstance(c, CompareCheck):
             outcome = self.compare(c)
+        elif isinstance(c, ClockCheck):
+            outcome = self.clock(c)
         else:
             outcome = self.trend(c)
         passed, message, evidence = outcome
@@ -310,3 +316,49 @@ class _Checker:
         message = (f"the median {c.field} of the last {c.window} step lines ({shown}) is {median:g},"
                    f" {'' if ok else 'not '}{c.relation} the first one's (step {first.step}: {start:g})")
         return ok, message, [_ev(first_record), *(_ev(r) for r, _ in window)]
+
+    def clock(self, c: ClockCheck) -> Outcome:
+        examples = self.resolve(c.examples, "clock.examples")
+        try:
+            agreement = clock_agreement(self.records, examples)
+        except SpeedError as error:
+            return False, error.message, [Evidence(path, None, "no timestamps of the kit's") for path in self.files]
+        if agreement is None:
+            timed = len(self.steps) - 1 if self.steps else 0
+            return (True, f"not judged: fewer than {MIN_INTERVALS} timed intervals between step lines ({max(timed, 0)}),"
+                    " and agreement needs them", [_ev(r) for r, _ in self.steps[:1]])
+        ok = c.lower <= agreement.ratio <= c.upper
+        message = (f"the program's own examples/sec is {agreement.ratio:.2f}x the kit's clock (median over the "
+                   f"{agreement.intervals} intervals between step lines of each closing line's figure over the "
+                   f"interval's rate, {self.named(c.examples, 'clock.examples')} examples a step as planned; medians "
+                   f"{agreement.own:.1f} and {agreement.kit:.1f}), {'within' if ok else 'outside'} "
+                   f"[{c.lower:g}, {c.upper:g}]")
+        if not ok:
+            message += (": its timer or its count of examples disagrees with what the kit measured"
+                        if agreement.ratio > c.upper else ": it says it is slower than the kit measured it")
+        return ok, message, [_ev(r) for r, f in self.steps if f.step in agreement.closing]
+
+
+@dataclass(frozen=True)
+class ClockAgreement:
+    """A program's own figures against the kit's clock, over one log's timed intervals."""
+
+    ratio: float  # the median of each closing line's examples/sec over its interval's rate
+    own: float  # the median of the program's own figures on those lines
+    kit: float  # the median of the kit's rates
+    intervals: int
+    closing: frozenset[int]  # the steps of the lines that close an interval
+
+
+def clock_agreement(records: Sequence[LogRecord], examples: int) -> ClockAgreement | None:
+    """The program's figures held to the kit's clock (``examples`` a step, as planned); None with
+    fewer than MIN_INTERVALS intervals. Each line's claim is paired with the interval it closes, so
+    that a run still speeding up (its steps at the end of an interval quicker than the interval's
+    mean) moves few pairs."""
+    timed = intervals(records)
+    if len(timed) < MIN_INTERVALS:
+        return None
+    ratio = statistics.median(i.reported / i.rate(examples) for i in timed)
+    return ClockAgreement(ratio, statistics.median(i.reported for i in timed),
+                          statistics.median(i.rate(examples) for i in timed), len(timed),
+                          frozenset(i.last for i in timed))

@@ -9,8 +9,8 @@ trainer does::
     learning: SAME  precision @ 1 at the end of each mode's run: standalone 0.712 (...) ...
 
 and a headline that carries all three (``logs PASS, claim NOT REPRODUCED, learning SAME``). Each
-claim has its own statuses: the speed-up is REPRODUCED, NOT REPRODUCED, INCONCLUSIVE or NOT JUDGED
-(no claim is about what ran); learning is SAME, DIFFERENT or INCONCLUSIVE. INCONCLUSIVE always says
+claim has its own statuses: the speed-up is REPRODUCED, NOT REPRODUCED, INCONCLUSIVE, NOT JUDGED
+(no claim is about what ran) or IMPOSSIBLE (beyond what the plan's workers and CPUs can do); learning is SAME, DIFFERENT or INCONCLUSIVE. INCONCLUSIVE always says
 what is missing. The statistics are statsmodels' and scipy's (Wilson, Newcombe, the two one-sided
 tests, Welch's t), not the kit's own. The vocabulary of the YAML file is documented at its top.
 """
@@ -22,7 +22,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple, NoReturn, Protocol
 
 from scipy import stats
 from statsmodels.stats.proportion import (
@@ -271,13 +271,31 @@ def _window(first: int, last: int, diffs: list[float], margin: float) -> LossWin
 # --- verdicts ------------------------------------------------------------------------------
 
 def judge_speedup(claim: SpeedupClaim | None, estimate: Estimate | None, *, program: str, workers: int,
-                  drift: float) -> ClaimVerdict:
+                  drift: float, ceiling: float | None = None, reported: Estimate | None = None) -> ClaimVerdict:
     """The claim of the program that ran, judged only if it is about that many workers.
 
     REPRODUCED when the interval lies inside the band, NOT REPRODUCED when wholly outside it,
     INCONCLUSIVE when it straddles a bound (saying how many repetitions would settle it), or
     without a figure resting on enough steps. With fewer than MIN_REPETITIONS_FOR_T repetitions
-    the interval judged is the bootstrap of steps widened by the run-to-run ``drift``."""
+    the interval judged is the bootstrap of steps widened by the run-to-run ``drift``. A figure
+    whose whole interval lies above ``ceiling`` (what the plan's workers and CPUs can do,
+    speed.speedup_ceiling) is IMPOSSIBLE: a fault of the measurement, never a finding. The
+    speed-up the programs' own figures give (``reported``) is named in the line, never judged."""
+    verdict = _judge_speedup(claim, estimate, program=program, workers=workers, drift=drift)
+    if estimate is not None and ceiling is not None and estimate.low > ceiling:
+        verdict = ClaimVerdict("speedup", "IMPOSSIBLE", verdict.line.replace(verdict.status, "IMPOSSIBLE", 1),
+                               f"the whole interval lies above {ceiling:.2f}x, the most {workers} worker"
+                               f"{'s' if workers != 1 else ''} on the CPUs their roles hold can do against the "
+                               "standalone: the measurement is at fault, not the program; it is not judged")
+    if reported is None:
+        return verdict
+    beyond = f", beyond the {ceiling:.2f}x this plan can do" if ceiling is not None and reported.low > ceiling else ""
+    return ClaimVerdict(verdict.claim, verdict.status,
+                        f"{verdict.line}; the programs' own figures say {reported.value:.2f}x{beyond}", verdict.reason)
+
+
+def _judge_speedup(claim: SpeedupClaim | None, estimate: Estimate | None, *, program: str, workers: int,
+                   drift: float) -> ClaimVerdict:
     if claim is None:
         figure = f"speed-up {format_estimate(estimate)}" if estimate else "speed-up not measured"
         return ClaimVerdict("speedup", "NOT JUDGED", f"NOT JUDGED  {figure} of the {program} program on {workers} "
@@ -293,13 +311,13 @@ def judge_speedup(claim: SpeedupClaim | None, estimate: Estimate | None, *, prog
                             f"run with --workers {claim.workers} to judge it")
     if estimate is None:
         return ClaimVerdict("speedup", "INCONCLUSIVE", f"INCONCLUSIVE  speed-up not measured {article}",
-                            "no speed-up figure: a run has no step rate after warm-up, or did not run")
+                            "no speed-up figure: a run has no two step lines to time, or did not run")
     low, high, described = judged_interval(estimate, drift)
     figure = f"speed-up {estimate.value:.2f}x ({described}) {article}"
     interval = f"the interval {low:.2f}-{high:.2f}"
     if not estimate.enough:
         status = "INCONCLUSIVE"
-        reason = (f"too thin: the thinnest run has {estimate.fewest} step rates, fewer than the "
+        reason = (f"too thin: the thinnest run has {estimate.fewest} timed intervals, fewer than the "
                   f"{MIN_STEP_RATES} a figure needs; let the runs log more steps")
     elif claim.lower <= low and high <= claim.upper:
         status, reason = "REPRODUCED", f"{interval} lies inside the band"
@@ -324,11 +342,11 @@ def judged_interval(estimate: Estimate, drift: float) -> tuple[float, float, str
     as estimated from 3 on; below that, the bootstrap of steps widened by exp(+/-z x drift/sqrt(n))."""
     if estimate.n >= MIN_REPETITIONS_FOR_T:
         return estimate.low, estimate.high, (f"95% CI {estimate.low:.2f}-{estimate.high:.2f} between "
-                                             f"{estimate.n} repetitions, {estimate.samples} step rates")
+                                             f"{estimate.n} repetitions, {estimate.samples} intervals")
     widen = math.exp(Z_95 * drift / math.sqrt(estimate.n))
     low, high = estimate.low / widen, estimate.high * widen
     pairs = "one pair" if estimate.n == 1 else f"{estimate.n} pairs"
-    return low, high, (f"95% CI {estimate.low:.2f}-{estimate.high:.2f} within {pairs}, {estimate.samples} step rates;"
+    return low, high, (f"95% CI {estimate.low:.2f}-{estimate.high:.2f} within {pairs}, {estimate.samples} intervals;"
                        f" {low:.2f}-{high:.2f} with run-to-run drift (sd {drift:.2f})")
 
 
@@ -430,18 +448,33 @@ LEARNING_POWER = (
 )
 
 
-def headline(logs_passed: bool | None, speedup: ClaimVerdict | None, learning: ClaimVerdict | None) -> str:
-    """The three verdicts in one line: ``logs PASS, claim NOT REPRODUCED, learning SAME``; a part
-    that was never reached is ``not judged``. ``logs_passed`` None: the run did not complete."""
+class Stated(Protocol):
+    """A verdict as a line shows it: the update check's (reprokit.updates.verdict) as the claims'."""
+
+    @property
+    def status(self) -> str: ...
+
+    @property
+    def line(self) -> str: ...
+
+
+def headline(logs_passed: bool | None, speedup: ClaimVerdict | None, learning: ClaimVerdict | None,
+             updates: Stated | None = None) -> str:
+    """The four verdicts in one line: ``logs PASS, claim NOT REPRODUCED, learning SAME, updates
+    EXACT``; a part that was never reached is ``not judged``. ``logs_passed`` None: the run did not
+    complete."""
     logs = "not judged" if logs_passed is None else ("PASS" if logs_passed else "FAIL")
     return (f"logs {logs}, claim {speedup.status if speedup else 'not judged'}, "
-            f"learning {learning.status if learning else 'not judged'}")
+            f"learning {learning.status if learning else 'not judged'}, "
+            f"updates {updates.status if updates else 'not judged'}")
 
 
-def three_part_lines(logs_passed: bool, rules_checked: int, rules_failed: int,
-                     speedup: ClaimVerdict, learning: ClaimVerdict) -> list[str]:
-    """The end of every reproduction: the logs' verdict, the speed-up claim's, learning's."""
+def verdict_lines(logs_passed: bool, rules_checked: int, rules_failed: int, speedup: ClaimVerdict,
+                  learning: ClaimVerdict, updates: Stated | None) -> list[str]:
+    """The end of every reproduction: the logs' verdict, the speed-up claim's, learning's, and
+    whether every update is the one promised."""
     rules = f"{rules_checked} rule{'' if rules_checked == 1 else 's'}, {rules_failed} failed"
     return [f"{'logs:':<10}{'PASS' if logs_passed else 'FAIL'}  ({rules})",
             f"{'claim:':<10}{speedup.line}",
-            f"{'learning:':<10}{learning.line}"]
+            f"{'learning:':<10}{learning.line}",
+            f"{'updates:':<10}{updates.line if updates else 'NOT JUDGED  the run has no cluster'}"]

@@ -25,10 +25,9 @@ from reprokit.errors import KitError
 from reprokit.judge.checks import Verdict, check_logs
 from reprokit.judge.logs import parse_log
 from reprokit.judge.rules import Rule
-from reprokit.judge.speed import ALPHA
+from reprokit.judge.speed import ALPHA, BATCH_SIZE  # the eval counts whole batches of it
 
 EVAL_PROGRAM = "cifar10_eval.py"
-BATCH_SIZE = 128  # cifar10.py's --batch_size default: the eval counts whole batches of it
 CHECKPOINT_STATE = "checkpoint"  # the file tf.train.Saver keeps beside model.ckpt-<step>
 EVAL_SCOPES = {"format", "run"}
 

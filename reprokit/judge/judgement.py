@@ -11,7 +11,7 @@ from reprokit.judge import checks
 from reprokit.judge import rules as ruleslib
 from reprokit.judge.checks import Summary, Verdict
 from reprokit.judge.evaluation import eval_verdicts
-from reprokit.judge.logs import LogRecord, parse_log, resumed_log, step_fields
+from reprokit.judge.logs import LogRecord, parse_log, resumed_log
 from reprokit.judge.speed import RunSpeed, run_speed
 from reprokit.names import (
     EVAL_RULES,
@@ -63,13 +63,12 @@ def judge_run(run_dir: Path, rules_path: Path, run: RunInfo | None = None) -> Ju
         for mode in run.modes:
             pair[mode], checked = _checked_log(folder, mode, trained.main_role(mode), rules, run)
             verdicts += checked
-        more.append((step_fields(pair.get("standalone", [])), step_fields(pair.get("cluster", []))))
+        more.append((pair.get("standalone", []), pair.get("cluster", [])))
     speed: RunSpeed | None = None
     error = ""
     if {"standalone", "cluster"} <= set(records):
         try:
-            speed = run_speed(step_fields(records["standalone"]), step_fields(records["cluster"]), run.workers,
-                              more)
+            speed = run_speed(records["standalone"], records["cluster"], run.workers, more)
         except KitError as exc:
             error = str(exc)
     return Judgement(verdicts, checks.summarize(verdicts), records, speed, error)

@@ -20,6 +20,7 @@ from typing import Any, NoReturn, Union
 from reprokit.errors import KitError
 from reprokit.judge.datafile import load_section, vocabulary_hint
 from reprokit.judge.logs import LOG_EVERY
+from reprokit.judge.speed import examples_per_step
 from reprokit.names import MODES  # re-exported: checks.py reads it from here
 from reprokit.programs import PROGRAMS
 
@@ -95,7 +96,19 @@ class TrendCheck:
     relation: str
 
 
-Check = Union[PatternCheck, StepsCheck, OrderCheck, ReferenceCheck, CompareCheck, TrendCheck]
+@dataclass(frozen=True)
+class ClockCheck:
+    """What the program prints of its own speed agrees with the kit's clock: the median, over the
+    timed intervals, of each closing line's examples/sec over the kit's rate of that interval
+    (``examples`` a step as the plan gave them), lies within [lower, upper]. A program whose timer
+    runs slow, or that counts examples it did not train, falls outside."""
+
+    lower: float
+    upper: float
+    examples: Value
+
+
+Check = Union[PatternCheck, StepsCheck, OrderCheck, ReferenceCheck, CompareCheck, TrendCheck, ClockCheck]
 
 
 @dataclass(frozen=True)
@@ -121,6 +134,7 @@ _KINDS: dict[str, tuple[set[str], set[str]]] = {  # kind -> (required, optional)
     "reference": ({"field", "at"}, {"value", "lower", "upper", "unit"}),
     "compare": ({"field", "at"}, {"below", "above"}),
     "trend": ({"field", "window"}, {"below", "above"}),
+    "clock": ({"lower", "upper", "examples"}, set()),
 }
 _PATTERN_COMPANIONS = ("count", "kind")
 
@@ -209,6 +223,11 @@ class _Reader:
         if kind == "order":
             return OrderCheck(self.regex(body["earlier"], "order.earlier"),
                               self.regex(body["later"], "order.later"))
+        if kind == "clock":
+            lower, upper = (self.number(body[k], f"clock.{k}") for k in ("lower", "upper"))
+            if lower is None or upper is None or not 0 < lower < 1 < upper:
+                self.fail(f"clock needs 0 < lower < 1 < upper (a ratio of medians), got {lower} and {upper}")
+            return ClockCheck(lower, upper, self.value(body["examples"], "clock.examples"))
         if body["field"] not in FIELDS:
             self.fail(f"{kind}.field must be one of {FIELDS}, got {body['field']!r}")
         if kind == "reference":
@@ -277,8 +296,10 @@ def article_context(mode: str, workers: int) -> dict[str, int]:
 
 
 def run_context(mode: str, max_steps: int, workers: int) -> dict[str, int]:
-    """The context for our finished run of ``max_steps`` steps: towers and last_logged_step."""
+    """The context for our finished run of ``max_steps`` steps: towers, last_logged_step and the
+    examples the plan gives a step (examples_per_step)."""
     if max_steps < 1:
         raise RulesError(f"max_steps must be at least 1, got {max_steps}")
     last = ((max_steps - 1) // LOG_EVERY) * LOG_EVERY
-    return {**article_context(mode, workers), "last_logged_step": last}
+    return {**article_context(mode, workers), "last_logged_step": last,
+            "examples_per_step": examples_per_step(mode, workers)}

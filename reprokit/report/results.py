@@ -15,8 +15,8 @@ from reprokit.judge.checks import MAX_EVIDENCE, Verdict
 from reprokit.judge.claims import Claims, ClaimsError, ClaimVerdict
 from reprokit.judge.evaluation import Evaluation
 from reprokit.judge.judgement import Judgement
-from reprokit.judge.logs import StepFields, step_fields
-from reprokit.judge.speed import RunSpeed
+from reprokit.judge.logs import StepFields, parse_log, step_fields
+from reprokit.judge.speed import Interval, RunSpeed, SpeedError, examples_per_step, intervals, rate_estimate
 from reprokit.judge.threads import dead_input_threads
 from reprokit.names import RESULTS
 from reprokit.records import Document
@@ -27,6 +27,7 @@ from reprokit.settings import Settings
 from reprokit.sources.patches import read_series
 from reprokit.sources.upstream import read_checksums, sha256_file
 from reprokit.stages import StageRecord
+from reprokit.updates.verdict import UpdatesVerdict
 
 
 def package_version(*names: str) -> str | None:
@@ -78,25 +79,46 @@ class ModeResult:
     outcome: Outcome | None
     dead_input_threads: dict[str, list[str]]  # tower -> the reason each dead thread died
     evaluation: Evaluation | None = None
+    # The kit's clock: the timed intervals between step lines, and the examples a step as planned
+    # (results.json of an older kit has neither: its plot shows the programs' own figures).
+    intervals: list[Interval] = field(default_factory=list)
+    examples_per_step: int = 0
 
 
 @dataclass(frozen=True)
 class ArticleFigures:
     """The article's conclusion, beside which every run's figures are shown: its claim in
-    claims.yaml, the one place its figures are written."""
+    claims.yaml, the one place its figures are written; and what its own logs give timed as the
+    kit times a run (the wall clock its trainers printed on each step line, the kit's rule)."""
 
     standalone_rate: float
     cluster_rate: float
     speedup: float
     workers: int
+    standalone_line_rate: float | None = None  # results.json of an older kit has neither
+    cluster_line_rate: float | None = None
 
     @classmethod
-    def of(cls, claims: Claims) -> ArticleFigures:
+    def of(cls, claims: Claims, article_logs: Path | None = None) -> ArticleFigures:
         claim = claims.speedup["article"]
         if claim.standalone_rate is None or claim.cluster_rate is None:
             raise ClaimsError("claims.yaml: the article's claim lacks standalone_rate or cluster_rate",
                               "restore expected_logs/claims.yaml (`git checkout expected_logs/claims.yaml`)")
-        return cls(claim.standalone_rate, claim.cluster_rate, claim.value, claim.workers)
+        lines = [None, None] if article_logs is None else [
+            rate_estimate([[i.rate(examples_per_step(mode, claim.workers)) for i in intervals(
+                parse_log(article_logs / f"{mode}.log", mode), by_trainer=True)]]).value
+            for mode in ("standalone", "cluster")]
+        return cls(claim.standalone_rate, claim.cluster_rate, claim.value, claim.workers, *lines)
+
+    def line_times(self) -> str:
+        """The sentence every report prints under its speed table: the article's figures are its
+        programs' own; timed by its lines, the kit's way."""
+        if self.standalone_line_rate is None or self.cluster_line_rate is None:
+            return ""
+        return (f"The article's figures are what its programs printed of themselves (each step line's one "
+                f"`sess.run`); timed between its step lines by the wall clock its trainers printed on them, the "
+                f"kit's rule, they are {self.standalone_line_rate:.1f} and {self.cluster_line_rate:.1f} "
+                f"examples/sec, {self.cluster_line_rate / self.standalone_line_rate:.2f}x.")
 
 
 def checksums(settings: Settings) -> dict[str, dict[str, str]]:
@@ -140,6 +162,7 @@ class RunResults(Document):
     claim: ClaimVerdict | None = None
     learning: ClaimVerdict | None = None
     verdict_lines: list[str] = field(default_factory=list)
+    updates: UpdatesVerdict | None = None  # results.json of an older kit has none
     kit_fixes: dict[str, str] = field(default_factory=dict)  # what the kit mends in TensorFlow, and whether on
     format_version: int = field(default=FORMAT_VERSION, kw_only=True)
 
@@ -158,9 +181,16 @@ def rule_results(judgement: Judgement | None) -> list[Verdict]:
     return [replace(v, evidence=v.evidence[:MAX_EVIDENCE]) for v in judgement.verdicts]
 
 
-def mode_results(modes: tuple[str, ...], judgement: Judgement | None, outcomes: dict[str, Outcome],
+def mode_results(modes: tuple[str, ...], workers: int, judgement: Judgement | None, outcomes: dict[str, Outcome],
                  evaluations: dict[str, Evaluation]) -> dict[str, ModeResult]:
     records = judgement.records if judgement else {}
-    return {mode: ModeResult(step_fields(records.get(mode, [])), outcomes.get(mode),
-                             dead_input_threads(records.get(mode, [])), evaluations.get(mode))
-            for mode in modes}
+    found = {}
+    for mode in modes:
+        logged = records.get(mode, [])
+        try:
+            timed = intervals(logged)
+        except SpeedError:  # no stamps: the judgement's speed_error says so
+            timed = []
+        found[mode] = ModeResult(step_fields(logged), outcomes.get(mode), dead_input_threads(logged),
+                                 evaluations.get(mode), timed, examples_per_step(mode, workers))
+    return found

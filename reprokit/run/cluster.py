@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -99,6 +100,15 @@ class CpuLayout:
 
     def for_role(self, role: str) -> str:
         return self.cpus[role]
+
+    def held(self, roles: Sequence[str]) -> int:
+        """How many CPUs ``roles`` hold between them: '0' and '1' hold 2, '0-1' and '0' hold 2."""
+        held: set[int] = set()
+        for role in roles:
+            for part in filter(None, self.cpus[role].split(",")):
+                first, _, last = part.partition("-")
+                held.update(range(int(first), int(last or first) + 1))
+        return len(held)
 
 
 def available_cpus() -> list[int]:

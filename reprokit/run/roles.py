@@ -124,6 +124,18 @@ class TrainingArgs:
                 f"--train_dir={self.train_dir}", *self.extra_flags]
 
 
+class Instrument(Protocol):
+    """What the kit attaches to a trainer run: a module of the kit that imports the trainer and
+    runs it with its files unchanged (the bench's probe, the update check's probe)."""
+
+    @property
+    def module(self) -> str:
+        """The module run with `python -m`."""
+
+    def flags(self) -> list[str]:
+        """Its own flags, before the `--` that the trainer's follow."""
+
+
 @dataclass(frozen=True)
 class Instruments:
     """What the benchmark attaches to a trainer run (reprokit.bench.probe): the trainer's files
@@ -134,10 +146,34 @@ class Instruments:
     input_free: bool = False
     variables_on_ps: bool = False
 
+    @property
+    def module(self) -> str:
+        return "reprokit.bench.probe"
+
     def flags(self) -> list[str]:
         return (["--out", self.out, "--trace-step", str(self.trace_step)]
                 + (["--input-free"] if self.input_free else [])
                 + (["--variables-on-ps"] if self.variables_on_ps else []))
+
+
+@dataclass(frozen=True)
+class UpdateProbe:
+    """What the update check attaches to a trainer run (reprokit.updates.probe): the kit's known
+    batches in place of the data set, and the weights recorded step by step into `out`; with
+    `jobs`, the oracle's steps from given weights."""
+
+    out: str
+    seed: int
+    jobs: str = ""
+    snapshots: int = 0  # the most it records (0: one before the first step and one after every step)
+
+    @property
+    def module(self) -> str:
+        return "reprokit.updates.probe"
+
+    def flags(self) -> list[str]:
+        return (["--out", self.out, "--seed", str(self.seed)] + (["--jobs", self.jobs] if self.jobs else [])
+                + (["--snapshots", str(self.snapshots)] if self.snapshots else []))
 
 
 @dataclass(frozen=True)
@@ -164,15 +200,18 @@ class Trainer:
     python: str
     sources: str
     file: str  # e.g. cifar10_cluster_train.py, in `sources`
-    instruments: Instruments | None = None
+    instruments: Instrument | None = None
 
     def argv(self, flags: list[str], hosted: HostedPs | None = None, wait: WaitFor | None = None) -> list[str]:
         """The trainer with ``flags``; with ``hosted`` the same process first serves the ps task;
         with ``wait`` it first waits until every server answers."""
         if self.instruments is not None:
+            if hosted is not None and not isinstance(self.instruments, Instruments):
+                raise KitError(f"{self.instruments.module} cannot serve the ps inside the trainer's process",
+                               "run it with --tuning default")
             serve = [] if hosted is None else ["--serve-ps", json.dumps(hosted.cluster.spec),
                                                "--ps-threads", ",".join(map(str, hosted.threads))]
-            return [self.python, "-m", "reprokit.bench.probe", "--sources", self.sources,
+            return [self.python, "-m", self.instruments.module, "--sources", self.sources,
                     "--trainer", self.file.removesuffix(".py"), *self.instruments.flags(), *serve, "--", *flags]
         path = f"{self.sources}/{self.file}"
         if wait is not None:

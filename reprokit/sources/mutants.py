@@ -1,10 +1,12 @@
 """The catalogue of wrong programs (``mutants/``): realistic distributed-training bugs, each a
 small annotated patch stacked on one program's cluster trainer, as the lesson's patches are.
 
-A learning verdict is trusted once it has been seen to fail on programs known to be wrong. Each
-patch's DEP-3 header says what the bug is (``Description``), which program it is planted in
-(``Mutant-Program``) and what it should do to learning per step against a correct cluster
-(``Mutant-Effect``). The patches are applied after patches/series, into a folder of their own
+A verdict is trusted once it has been seen to fail on programs known to be wrong. Each patch's
+DEP-3 header says what the bug is (``Description``), which program it is planted in
+(``Mutant-Program``), what it should do to learning per step against a correct cluster
+(``Mutant-Effect``), and which verdict must catch it (``Mutant-Caught-By``: the update check, or
+the logs, for a program whose own figures lie) with which diagnosis (``Mutant-Diagnosis``: words
+the update verdict's diagnosis holds, or the logs rule that fails). The patches are applied after patches/series, into a folder of their own
 (reprokit.sources.workspace, ``stacked``), so build/patched stays what the series makes.
 """
 
@@ -24,6 +26,8 @@ EFFECTS = {
     "as-one-worker": "learns as one worker does: the other's batches are wasted",
     "none": "no effect on learning that a run can measure",
 }
+# The verdicts a mutant may be caught by: the update check (reprokit.updates), or the logs' rules.
+CATCHERS = ("updates", "logs")
 _FIX = "see mutants/README.md for the fields every mutant's header carries"
 
 
@@ -39,6 +43,8 @@ class Mutant:
     effect: str  # one of EFFECTS
     trainer: str
     patch: Path
+    caught_by: str  # one of CATCHERS
+    diagnosis: str  # what the catching verdict must name: words of the update verdict's diagnosis, or a rule
 
     @property
     def expected(self) -> str:
@@ -66,15 +72,24 @@ def mutant_of(mutants_dir: Path, slug: str, program: str) -> Mutant:
 def _mutant(patch: patchlib.Patch) -> Mutant:
     program = patch.fields.get("Mutant-Program", "")
     effect = patch.fields.get("Mutant-Effect", "")
+    caught_by = patch.fields.get("Mutant-Caught-By", "")
+    diagnosis = " ".join(patch.fields.get("Mutant-Diagnosis", "").split())
     if program not in PROGRAMS:
         raise PatchError(f"{patch.path}: Mutant-Program {program!r} is not a program (known: {', '.join(PROGRAMS)})",
                          _FIX, patch=patch.name)
     if effect not in EFFECTS:
         raise PatchError(f"{patch.path}: Mutant-Effect {effect!r} is not one of {', '.join(EFFECTS)}",
                          _FIX, patch=patch.name)
+    if caught_by not in CATCHERS:
+        raise PatchError(f"{patch.path}: Mutant-Caught-By {caught_by!r} is not one of {', '.join(CATCHERS)}",
+                         _FIX, patch=patch.name)
+    if not diagnosis:
+        raise PatchError(f"{patch.path}: Mutant-Diagnosis is missing: what must the {caught_by} verdict name?",
+                         _FIX, patch=patch.name)
     cluster = PROGRAMS[program].cluster
     if patch.source_name != cluster:
         raise PatchError(f"{patch.path}: patches {patch.source_name}, not the {program} program's cluster trainer "
                          f"{cluster}", _FIX, patch=patch.name)
     bug, _, why = patch.fields["Description"].partition("\n")
-    return Mutant(patch.path.stem, program, bug.strip(), " ".join(why.split()), effect, patch.target_name, patch.path)
+    return Mutant(patch.path.stem, program, bug.strip(), " ".join(why.split()), effect, patch.target_name, patch.path,
+                  caught_by, diagnosis)

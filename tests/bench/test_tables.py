@@ -22,6 +22,7 @@ from reprokit.bench.tables import (
     interval_line,
     plot_bench,
     plot_sweep,
+    speedup_cell,
     sweep_lines,
     thread_lines,
 )
@@ -41,7 +42,7 @@ def test_a_figure_prints_with_its_interval() -> None:
 
 
 def test_the_line_above_a_table_says_what_the_brackets_are() -> None:
-    assert ("speed-ups: 95% CI in brackets, n = 3; method: between 3 repetitions (t); 60 step rates behind "
+    assert ("speed-ups: 95% CI in brackets, n = 3; method: between 3 repetitions (t); 60 rates behind "
             "each figure") == interval_line([SPEEDUP, None], "speed-ups")
 
 
@@ -214,3 +215,13 @@ def test_a_traced_all_reduce_step_places_each_collective_against_the_end_of_comp
     assert "      its last compute op ends at +223.2 ms; its collectives start at +198.4 (2.5 ms), +223.8 (12.1 ms)" \
         == lines[at + 6]
     assert not any("collectives start" in line for line in bench_lines(BENCH, article_figures()))
+
+
+def test_a_speedup_above_what_the_workers_and_cpus_can_do_is_marked_impossible():
+    """2 workers on 2 CPUs can reach 2x at most: a row whose whole interval lies above is no finding."""
+    beyond = Estimate(3.67, 3.5, 3.8, 3, 30, 5, "between 3 repetitions (t)")
+    assert "3.67x (3.50-3.80) IMPOSSIBLE (above 2.00x)" == speedup_cell(beyond, 2, 2)
+    assert "3.67x (3.50-3.80)" == speedup_cell(beyond, 4, 4)
+    reaching = Estimate(1.98, 1.9, 2.05, 3, 30, 5, "between 3 repetitions (t)")
+    assert "1.98x (1.90-2.05)" == speedup_cell(reaching, 2, 2)
+    assert "n/a" == speedup_cell(None, 2, 2)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from reprokit.updates.verdict import UpdatesVerdict
 from reprokit.judge.claims import (
     Claims,
     ClaimsError,
@@ -24,7 +25,7 @@ from reprokit.judge.claims import (
     loss_course,
     newcombe,
     repetitions_to_settle,
-    three_part_lines,
+    verdict_lines,
 )
 from reprokit.judge.evaluation import EvalError, Evaluation, wilson
 from reprokit.judge.speed import Estimate, format_estimate, ratio_estimate
@@ -122,7 +123,7 @@ def test_one_pair_below_the_band_is_not_reproduced_even_with_the_drift(claims: C
     verdict = judge_article(claims, speedup_of(0.63, 0.61, 0.65))
     assert ClaimVerdict(
         "speedup", "NOT REPRODUCED",
-        "NOT REPRODUCED  speed-up 0.63x (95% CI 0.61-0.65 within one pair, 198 step rates; 0.48-0.82 with"
+        "NOT REPRODUCED  speed-up 0.63x (95% CI 0.61-0.65 within one pair, 198 intervals; 0.48-0.82 with"
         " run-to-run drift (sd 0.12)) vs the article's 1.74x on 2 workers (band 1.56-1.91)",
         "the interval 0.48-0.82 lies wholly below the band's lower bound 1.56",
     ) == verdict
@@ -166,7 +167,7 @@ def test_an_interval_above_the_band_is_not_reproduced_either(claims: Claims) -> 
 def test_an_interval_between_repetitions_inside_the_band_is_reproduced(claims: Claims) -> None:
     """1.70x (1.62-1.80) between three repetitions: that interval already holds the drift."""
     verdict = judge_article(claims, speedup_of(1.70, 1.62, 1.80, n=3))
-    assert ("REPRODUCED", "REPRODUCED  speed-up 1.70x (95% CI 1.62-1.80 between 3 repetitions, 594 step rates)") \
+    assert ("REPRODUCED", "REPRODUCED  speed-up 1.70x (95% CI 1.62-1.80 between 3 repetitions, 594 intervals)") \
         == (verdict.status, verdict.line.split(" vs ")[0])
 
 
@@ -195,7 +196,7 @@ def test_an_interval_straddling_a_bound_is_inconclusive_and_says_which(
 def test_a_figure_from_too_few_step_rates_is_inconclusive(claims: Claims) -> None:
     """A run of 4 step rates after warm-up: even a figure inside the band is too thin to judge."""
     verdict = judge_article(claims, speedup_of(1.74, 1.72, 1.76, fewest=4, n=3))
-    assert ("INCONCLUSIVE", "too thin: the thinnest run has 4 step rates, fewer than the 5 a figure needs;"
+    assert ("INCONCLUSIVE", "too thin: the thinnest run has 4 timed intervals, fewer than the 5 a figure needs;"
             " let the runs log more steps") == (verdict.status, verdict.reason)
 
 
@@ -409,29 +410,59 @@ def test_the_equivalence_test_is_statsmodels_and_agrees_with_the_90_percent_inte
         assert (equivalence_p((4550, COUNTED), (other, COUNTED), 0.05) < 0.05) == (-0.05 < low and high < 0.05)
 
 
-# --- the three lines and the headline ------------------------------------------------------
+# --- the four lines and the headline -------------------------------------------------------
 
-def test_a_reproduction_ends_in_three_labelled_lines(claims: Claims) -> None:
-    """logs, claim and learning, each label padded to one column so that the verdicts align."""
+EXACT = UpdatesVerdict("updates", "EXACT", "EXACT  (3 steps, largest difference 3.1e-06 of an update)", "every step")
+
+
+def test_a_reproduction_ends_in_four_labelled_lines(claims: Claims) -> None:
+    """logs, claim, learning and updates, each label padded to one column so that the verdicts align."""
     speed = judge_article(claims, speedup_of(0.63, 0.61, 0.65))
     learning = judge_learning(claims.learning, evaluation(4550), evaluation(4601, per_step=256))
-    lines = three_part_lines(True, 22, 0, speed, learning)
+    lines = verdict_lines(True, 22, 0, speed, learning, EXACT)
     assert [
         "logs:     PASS  (22 rules, 0 failed)",
-        "claim:    NOT REPRODUCED  speed-up 0.63x (95% CI 0.61-0.65 within one pair, 198 step rates; 0.48-0.82 with"
+        "claim:    NOT REPRODUCED  speed-up 0.63x (95% CI 0.61-0.65 within one pair, 198 intervals; 0.48-0.82 with"
         " run-to-run drift (sd 0.12)) vs the article's 1.74x on 2 workers (band 1.56-1.91)",
         "learning: SAME  precision @ 1 at the end of each mode's run: standalone 0.450 (95% CI 0.440-0.460) after"
         " 128,000 examples, cluster 0.455 (95% CI 0.445-0.465) after 256,000 examples (a cluster step has 256"
         " examples); difference +0.005 (95% CI -0.009 to +0.019), margin +/-0.05",
+        "updates:  EXACT  (3 steps, largest difference 3.1e-06 of an update)",
     ] == lines
-    assert "logs:     FAIL  (1 rule, 1 failed)" == three_part_lines(False, 1, 1, speed, learning)[0]
+    assert "logs:     FAIL  (1 rule, 1 failed)" == verdict_lines(False, 1, 1, speed, learning, EXACT)[0]
+    assert "updates:  NOT JUDGED  the run has no cluster" == verdict_lines(True, 1, 0, speed, learning, None)[3]
 
 
-def test_the_headline_carries_all_three_verdicts_and_never_a_bare_pass(claims: Claims) -> None:
+def test_the_headline_carries_all_four_verdicts_and_never_a_bare_pass(claims: Claims) -> None:
     speed = judge_article(claims, speedup_of(0.63, 0.61, 0.65))
     learning = judge_learning(claims.learning, evaluation(4550), evaluation(4601, per_step=256))
-    assert "logs PASS, claim NOT REPRODUCED, learning SAME" == headline(True, speed, learning)
-    assert "logs not judged, claim not judged, learning not judged" == headline(None, None, None)
+    assert "logs PASS, claim NOT REPRODUCED, learning SAME, updates EXACT" == headline(True, speed, learning, EXACT)
+    assert "logs not judged, claim not judged, learning not judged, updates not judged" == \
+        headline(None, None, None)
+
+
+def test_a_speedup_beyond_the_plans_ceiling_is_impossible_never_a_finding(claims: Claims) -> None:
+    """3.67x on 2 workers of 2 CPUs (the issue's tf2-mirrored under a lying timer, had the kit
+    believed it): its whole interval lies above 2x, so it is not judged as a finding."""
+    verdict = judge_speedup(claims.speedup["article"], speedup_of(3.67, 3.5, 3.8, n=3), program="article",
+                            workers=2, drift=claims.drift, ceiling=2.0)
+    assert "IMPOSSIBLE" == verdict.status
+    assert verdict.line.startswith("IMPOSSIBLE  speed-up 3.67x")
+    assert "the most 2 workers on the CPUs their roles hold can do" in verdict.reason
+    within = judge_speedup(claims.speedup["article"], speedup_of(1.99, 1.9, 2.1, n=3), program="article",
+                           workers=2, drift=claims.drift, ceiling=2.0)
+    assert "IMPOSSIBLE" != within.status  # an interval that reaches the ceiling is judged as usual
+
+
+def test_the_programs_own_speedup_is_named_beside_the_kits_and_never_judged(claims: Claims) -> None:
+    """The kit's 0.73x is judged; the 1.73x the programs say of themselves is only named."""
+    verdict = judge_speedup(claims.speedup["article"], speedup_of(0.73, 0.70, 0.76, n=3), program="article",
+                            workers=2, drift=claims.drift, ceiling=2.0, reported=speedup_of(1.73, 1.70, 1.83))
+    assert "NOT REPRODUCED" == verdict.status
+    assert verdict.line.endswith("; the programs' own figures say 1.73x")
+    lying = judge_speedup(claims.speedup["article"], speedup_of(0.73, 0.70, 0.76, n=3), program="article",
+                          workers=2, drift=claims.drift, ceiling=2.0, reported=speedup_of(3.67, 3.5, 3.8))
+    assert lying.line.endswith("; the programs' own figures say 3.67x, beyond the 2.00x this plan can do")
 
 
 def test_the_claims_are_plain_dataclasses_a_caller_can_build() -> None:

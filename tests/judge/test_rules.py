@@ -58,6 +58,8 @@ BAD = [
      "lesson"),
     ("lesson_with_queue.log", "standalone", 51, BOTH, {"no_queue_in_the_lesson"}, "lesson"),
     ("tf2_buffer_twice.log", "cluster", 21, BOTH, {"filling_shuffle_buffer_once"}, "tf2-mirrored"),
+    # The lesson's real standalone log, each line claiming twice the speed the kit's stamps show.
+    ("timer_runs_slow.log", "standalone", 51, BOTH, {"reported_speed_agrees_with_kit_clock"}, "lesson"),
 ]
 # The rules a program's logs are not checked by (the others describe another program's input).
 NOT_FOR = {
@@ -83,6 +85,7 @@ RULE_NAMES = [
     "first_loss_near_initial",
     "loss_falls",
     "examples_per_sec_positive",
+    "reported_speed_agrees_with_kit_clock",
     "sec_per_batch_positive",
     "no_python_traceback",
 ]
@@ -106,9 +109,10 @@ def test_the_rules_file_holds_the_documented_rules_in_order(rules: list[Rule]) -
     assert RULE_NAMES == [r.name for r in rules]
 
 
-def test_only_the_two_step_count_rules_need_a_finished_run(rules: list[Rule]) -> None:
-    """Run scope is for what an excerpt cannot show: how far the run got, and how it ended."""
-    assert {"steps_reach_last_logged_step", "no_python_traceback"} \
+def test_only_what_an_excerpt_cannot_show_needs_a_finished_run(rules: list[Rule]) -> None:
+    """Run scope is for what an excerpt cannot show: how far the run got, how it ended, and the
+    kit's own clock, which stamps only the logs its runner writes."""
+    assert {"steps_reach_last_logged_step", "no_python_traceback", "reported_speed_agrees_with_kit_clock"} \
         == {r.name for r in rules if r.scope == "run"}
 
 
@@ -317,8 +321,8 @@ def test_the_last_logged_step_is_the_last_multiple_of_ten_below_max_steps(
     max_steps: int, expected: int
 ) -> None:
     """The loop runs steps 0..max_steps-1 and logs when step % 10 == 0."""
-    assert {"towers": 2, "incarnations": 1, "tower_starts": 2, "last_logged_step": expected} == \
-        run_context("cluster", max_steps, 2)
+    assert {"towers": 2, "incarnations": 1, "tower_starts": 2, "last_logged_step": expected,
+            "examples_per_step": 256} == run_context("cluster", max_steps, 2)
 
 
 def test_towers_are_one_alone_and_one_per_worker_on_the_cluster() -> None:

@@ -142,7 +142,7 @@ def test_a_figure_reads_with_its_interval_and_n() -> None:
     speedup = Estimate(1.3412, 1.2101, 1.4899, 3, 600, 198, "between 3 repetitions (t)")
     rate = Estimate(98.04, 97.21, 98.66, 1, 99, 99, "within one run (bootstrap of steps)")
     assert "1.34x (95% CI 1.21-1.49, n=3)" == format_estimate(speedup)
-    assert "1.34x (95% CI 1.21-1.49, n=3, 600 step rates)" == format_estimate(speedup, show_samples=True)
+    assert "1.34x (95% CI 1.21-1.49, n=3, 600 intervals)" == format_estimate(speedup, show_samples=True)
     assert "98.0 examples/sec (95% CI 97.2-98.7, n=1)" == format_estimate(rate, " examples/sec", 1)
 
 
@@ -156,8 +156,8 @@ def test_a_run_with_fewer_than_five_step_rates_is_not_enough() -> None:
 
 @pytest.mark.parametrize("pairs, expected", [
     ([], "needs at least one repetition"),
-    ([([170.0], [])], "repetition 1 denominator has no step rate"),
-    ([([170.0], [98.0]), ([0.0, 171.0], [98.0])], "repetition 2 numerator has step rates that are not positive"),
+    ([([170.0], [])], "repetition 1 denominator has no rate"),
+    ([([170.0], [98.0]), ([0.0, 171.0], [98.0])], "repetition 2 numerator has rates that are not positive"),
     ([([float("nan")], [98.0])], "not positive numbers"),
 ])
 def test_runs_without_usable_step_rates_are_refused_naming_the_run(
@@ -177,6 +177,6 @@ def test_a_rate_needs_a_run() -> None:
 
 def test_the_method_paragraph_names_every_choice() -> None:
     """The README and every report print METHOD: it must say what the code does."""
-    for phrase in ("step 0 excluded", "median", "geometric mean", "Student's t", "3 or more", "bootstrap",
-                   "2000 resamples", "seeded with 0", "25%", "fewer than 5 step rates"):
+    for phrase in ("kit's clock", "in no interval", "timestamps", "never judged", "median", "geometric mean", "Student's t", "3 or more", "bootstrap",
+                   "2000 resamples", "seeded with 0", "25%", "fewer than 5 interval rates"):
         assert phrase in intervals.METHOD

@@ -30,7 +30,7 @@ def test_the_speed_table_puts_the_run_beside_the_article_each_figure_with_its_in
     table = speed_table(info, results)
     assert "| speed-up (cluster / standalone) | 1.74x | 1.76x (1.75-1.84) |" in table
     assert "| cluster examples/sec (1 ps + 2 workers) | 170.0 | 1425.0 (1418.2-1455.5) |" in table
-    assert table[0].endswith("(within one repetition (bootstrap of steps); 5 and 5 step rates) |")
+    assert table[0].endswith("by the kit's clock (within one repetition (bootstrap of steps); 5 and 5 timed intervals) |")
 
 
 def test_the_report_opens_with_the_three_part_verdict_and_why():
@@ -51,7 +51,7 @@ def test_the_report_shows_verdict_rules_threads_and_how_it_ran():
     assert "| PASS | filling_shuffle_buffer_once_per_tower | cluster |" in text
     assert "- cluster: no input thread died" in text
     assert "| program | lesson |" in text and "| kit fix: request id fix | on (" in text
-    assert f"![examples/sec per logged step]({PLOT})" in text
+    assert f"![examples/sec between step lines, by the kit's clock]({PLOT})" in text
     assert "**Exposed:**" not in text  # the servers had only the run's own namespace
 
 

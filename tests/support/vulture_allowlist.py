@@ -56,5 +56,8 @@ _.stdin_open
 _.tty
 _.cpuset_cpus
 
-# The probe replaces the tutorial's input function inside the trainer's module (bench/probe.py).
+# The probes replace the tutorial's input function inside the trainer's module (bench/probe.py),
+# and the update probe its download and its TF2 dataset function too (updates/probe.py).
 _.distorted_inputs
+_.maybe_download_and_extract
+_.distorted_dataset

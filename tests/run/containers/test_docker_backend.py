@@ -196,7 +196,8 @@ def test_a_log_frame_without_a_time_keeps_its_text():
 def _config(tmp: Path) -> dict:
     config = dict(yaml.safe_load((REPO / "invoke.yaml").read_text())["reprokit"])
     return {**config, "runs_dir": str(tmp / "runs"), "data_dir": str(tmp / "data"),
-            "sources_dir": str(tmp / "patched"), "synthetic_records": RECORDS, "backend": "docker"}
+            "sources_dir": str(tmp / "patched"), "synthetic_records": RECORDS, "backend": "docker",
+            "update_check": False}
 
 
 @pytest.fixture()
